@@ -1,0 +1,34 @@
+// Package sluice keeps callers alive when what they call is slow or failing.
+//
+// A Guard composes policies around a call; Do runs a function behind it:
+//
+//	g := sluice.New(limiter, retry.New(retry.Options{}), br, bulkhead)
+//	answer, err := sluice.Do(ctx, g, func(ctx context.Context) (Answer, error) {
+//		return client.Infer(ctx, prompt)
+//	})
+//
+// There are two kinds of policy, with one vocabulary:
+//
+//   - Admission policies (Admitter) decide whether a call may start: rate
+//     limiters, circuit breakers, bulkheads and adaptive concurrency limits.
+//     Acquire returns a Permit; the Permit's Done reports how the call ended.
+//   - Flow policies shape how a call runs: retry, timeout, hedge, fallback,
+//     single-flight. They receive the rest of the chain as a Call that they
+//     may run once, several times, concurrently, or not at all.
+//
+// Every policy is a Policy, so both kinds compose into one Guard in the order
+// given, outermost first. The recommended order is
+//
+//	rate limit → coalesce → fallback → retry → circuit breaker → concurrency limit → timeout → call
+//
+// so that cheap rejections come first, every retry passes the breaker and the
+// concurrency limit again, and the timeout bounds one attempt.
+//
+// A call ends with an Outcome: its error, its latency and a Class decided by
+// the Guard's Classifier. Only calls that really ran (Success or Failure)
+// may feed a breaker's window or a limiter's latency samples; a call rejected
+// before it ran is Dropped, one the caller cancelled is Ignored.
+//
+// Rejections satisfy errors.Is(err, ErrRejected) and are *Rejection values
+// carrying the reason and, where known, when to retry.
+package sluice
