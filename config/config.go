@@ -1,0 +1,331 @@
+// Package config is the schema of the gateway's YAML configuration: decoding
+// (strict: unknown fields and wrong types are errors), defaults, and
+// validation that reports every problem at once with file:line:col and the
+// field.
+//
+// Every field has a default, documented on the field; Load applies them. The
+// file examples/sluice.yaml is a commented example that validates.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a whole gateway configuration.
+type Config struct {
+	// Listen is the address the gateway serves on. Default 127.0.0.1:8080.
+	Listen string `yaml:"listen"`
+	// Admin is the admin API's listener.
+	Admin Admin `yaml:"admin"`
+	// Store is where shared rate-limit state lives.
+	Store Store `yaml:"store"`
+	// TrustedProxies lists the CIDRs (or single IPs) whose X-Forwarded-For
+	// header is believed when taking a client's address. Default: none, so the
+	// peer address is always used.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// Server holds the listener's limits and timeouts.
+	Server Server `yaml:"server"`
+	// Log configures the request log.
+	Log Log `yaml:"log"`
+	// Upstreams are the pools of targets routes send to, by name. Only these
+	// targets are ever reachable through the gateway.
+	Upstreams map[string]*Upstream `yaml:"upstreams"`
+	// Routes are tried in order; the first that matches a request serves it.
+	// A request that matches none gets 404.
+	Routes []*Route `yaml:"routes"`
+}
+
+// Admin configures the admin API (/metrics, /status, /healthz, /readyz,
+// POST /reload).
+type Admin struct {
+	// Listen is the admin address. Default 127.0.0.1:9901. Empty after
+	// defaults only if set to "off", which disables the admin API.
+	Listen string `yaml:"listen"`
+	// Token, when set, is the bearer token that mutating endpoints
+	// (POST /reload) require. Default: none.
+	Token string `yaml:"token"`
+}
+
+// Store says where rate-limit state lives.
+type Store struct {
+	// Kind is "memory" (default: each replica limits on its own) or "redis"
+	// (replicas share exact limits).
+	Kind string `yaml:"kind"`
+	// Redis is used when Kind is "redis".
+	Redis Redis `yaml:"redis"`
+}
+
+// Redis is a connection to Redis for shared rate limits.
+type Redis struct {
+	// Addrs are host:port addresses. One address is a standalone server;
+	// several are the seeds of a Redis Cluster. Default 127.0.0.1:6379.
+	Addrs []string `yaml:"addrs"`
+	// OnError is what a decision does while Redis is unreachable: "open"
+	// (allow), "closed" (reject) or "local" (default: apply the same limit
+	// per replica, in memory).
+	OnError string `yaml:"on_error"`
+	// Timeout bounds one decision's round trip. Default 50ms.
+	Timeout Duration `yaml:"timeout"`
+	// Prefix starts every key. Default "sluice".
+	Prefix string `yaml:"prefix"`
+	// Password authenticates to Redis. Default: none.
+	Password string `yaml:"password"`
+}
+
+// Server holds the gateway listener's limits, which defeat slow-header and
+// slow-body clients.
+type Server struct {
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, body included. Default 60s.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes limits the size of request headers. Default 1 MiB.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MaxBodyBytes limits the size of a request body; 0 means no limit.
+	// Default 0.
+	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// ShutdownTimeout is how long graceful shutdown waits for requests in
+	// flight before closing them. Default 30s.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+}
+
+// Log configures the one log line per request.
+type Log struct {
+	// Format is "json" (default) or "text".
+	Format string `yaml:"format"`
+	// Level is "debug", "info" (default), "warn" or "error". Request lines
+	// are at info.
+	Level string `yaml:"level"`
+	// Sample is the fraction of successful requests logged, in (0, 1].
+	// Failed and rejected requests are always logged. Default 1.
+	Sample float64 `yaml:"sample"`
+}
+
+// Upstream is a pool of targets.
+type Upstream struct {
+	// Targets are base URLs (http://host:port). At least one.
+	Targets []string `yaml:"targets"`
+	// Balance picks a target: "round_robin" (default), "least_inflight" or
+	// "p2c" (power of two random choices by in-flight count).
+	Balance string `yaml:"balance"`
+	// Health enables active health checks; passive health (a breaker per
+	// target) is always on.
+	Health *Health `yaml:"health"`
+}
+
+// Health configures active health checks of an upstream's targets.
+type Health struct {
+	// Path is requested with GET; a 2xx or 3xx answer is healthy. Required.
+	Path string `yaml:"path"`
+	// Interval between checks. Default 5s.
+	Interval Duration `yaml:"interval"`
+	// Timeout of one check. Default 1s.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Route sends matching requests to an upstream through policies.
+type Route struct {
+	// Name identifies the route in metrics, logs and /status. Required,
+	// unique.
+	Name string `yaml:"name"`
+	// Match says which requests the route serves.
+	Match Match `yaml:"match"`
+	// Upstream names the pool the route sends to. Required.
+	Upstream string `yaml:"upstream"`
+	// Policies are applied in sluice's default order: rate limit, coalesce,
+	// fallback, retry, circuit breaker, concurrency, timeout.
+	Policies Policies `yaml:"policies"`
+}
+
+// Match selects requests. Every given condition must hold; an empty Match
+// matches everything.
+type Match struct {
+	// Host matches the request's host (without port), exactly. Default: any.
+	Host string `yaml:"host"`
+	// PathPrefix matches the start of the path. Default "/".
+	PathPrefix string `yaml:"path_prefix"`
+	// Methods lists the methods served. Default: all.
+	Methods []string `yaml:"methods"`
+	// Headers lists headers that must have exactly these values.
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Policies are a route's policies; each is off when absent.
+type Policies struct {
+	RateLimit      *RateLimit      `yaml:"rate_limit"`
+	Concurrency    *Concurrency    `yaml:"concurrency"`
+	CircuitBreaker *CircuitBreaker `yaml:"circuit_breaker"`
+	Retry          *Retry          `yaml:"retry"`
+	// Timeout bounds one attempt upstream. Default: none.
+	Timeout Duration `yaml:"timeout"`
+	// Coalesce makes identical concurrent GET and HEAD requests (same
+	// method, host, path, query and Authorization, Cookie, Accept headers)
+	// share one upstream call. Default false.
+	Coalesce bool      `yaml:"coalesce"`
+	Fallback *Fallback `yaml:"fallback"`
+}
+
+// RateLimit limits requests per client key.
+type RateLimit struct {
+	// Algorithm is one of token_bucket, gcra (default), fixed_window,
+	// sliding_log, sliding_window, leaky_bucket.
+	Algorithm string `yaml:"algorithm"`
+	// Limit is the number of requests allowed per Period. Required, > 0.
+	Limit int `yaml:"limit"`
+	// Period is the window. Default 1s.
+	Period Duration `yaml:"period"`
+	// Burst is the bucket size for token_bucket, gcra and leaky_bucket.
+	// Default: Limit.
+	Burst int `yaml:"burst"`
+	// Key says whose limit a request counts against: "ip" (default: the
+	// client address), "header:NAME" (requests without it share one key),
+	// or "route" (one limit for the whole route).
+	Key string `yaml:"key"`
+}
+
+// Concurrency limits requests in flight upstream: a static bulkhead (Max) or
+// an adaptive limit (Adaptive); not both.
+type Concurrency struct {
+	// Max is the static limit.
+	Max int `yaml:"max"`
+	// Queue is how many requests may wait for a slot. Default 0 (reject at
+	// once when full).
+	Queue int `yaml:"queue"`
+	// MaxWait bounds the wait in the queue. Default: until the request's
+	// own deadline.
+	MaxWait  Duration  `yaml:"max_wait"`
+	Adaptive *Adaptive `yaml:"adaptive"`
+}
+
+// Adaptive is an adaptive concurrency limit.
+type Adaptive struct {
+	// Algorithm is "default" (sluice's own), "aimd", "vegas", "gradient2"
+	// or "latency_gradient". Default "default".
+	Algorithm string `yaml:"algorithm"`
+	// Min and Max bound the limit. Defaults 1 and 1000.
+	Min int `yaml:"min"`
+	Max int `yaml:"max"`
+	// Initial is the starting limit. Default 20, clamped to [Min, Max].
+	Initial int `yaml:"initial"`
+}
+
+// CircuitBreaker opens when the upstream fails too much.
+type CircuitBreaker struct {
+	// FailureRate opens the breaker when at least this fraction of the
+	// window's calls failed. Default 0.5 when no other trip condition is set.
+	FailureRate float64 `yaml:"failure_rate"`
+	// ConsecutiveFailures opens it after this many failures in a row.
+	ConsecutiveFailures int `yaml:"consecutive_failures"`
+	// SlowCall opens it when too many calls are slow.
+	SlowCall *SlowCall `yaml:"slow_call"`
+	// Window is the sliding window rates are judged over.
+	Window Window `yaml:"window"`
+	// MinCalls is the number of calls in the window before a rate is
+	// judged. Default 20.
+	MinCalls int `yaml:"min_calls"`
+	// OpenFor is how long the breaker stays open. Default 5s.
+	OpenFor Duration `yaml:"open_for"`
+	// HalfOpenCalls is the number of probes allowed at once while
+	// half-open. Default 3.
+	HalfOpenCalls int `yaml:"half_open_calls"`
+}
+
+// SlowCall defines slow calls for a breaker.
+type SlowCall struct {
+	// Threshold: a call that took longer is slow. Required.
+	Threshold Duration `yaml:"threshold"`
+	// Rate of slow calls that opens the breaker. Default 1.
+	Rate float64 `yaml:"rate"`
+}
+
+// Window is a breaker's sliding window.
+type Window struct {
+	// Kind is "count" (default: the last Size calls) or "time" (the calls
+	// of the last Size duration).
+	Kind string `yaml:"kind"`
+	// Size is a number of calls for kind count (default 100) or a duration
+	// for kind time (default 10s).
+	Size string `yaml:"size"`
+}
+
+// Retry retries failed attempts upstream.
+type Retry struct {
+	// Attempts counts the first one. Default 3.
+	Attempts int     `yaml:"attempts"`
+	Backoff  Backoff `yaml:"backoff"`
+	// On lists what is retried: "connect_error" (the upstream could not be
+	// reached), "timeout" (an attempt timed out) and status codes. Default
+	// [connect_error, 502, 503, 504]. Only idempotent methods (GET, HEAD,
+	// OPTIONS, PUT, DELETE) and requests whose body can be replayed are
+	// retried.
+	On []string `yaml:"on"`
+	// Budget is the fraction of recent requests that may be retried, so
+	// that retries cannot multiply an overload. Default 0.2.
+	Budget float64 `yaml:"budget"`
+}
+
+// Backoff is the wait between attempts.
+type Backoff struct {
+	// Initial wait. Default 50ms.
+	Initial Duration `yaml:"initial"`
+	// Max wait. Default 1s.
+	Max Duration `yaml:"max"`
+	// Jitter is "full" (default), "equal" or "none".
+	Jitter string `yaml:"jitter"`
+}
+
+// Fallback is the answer given when the upstream cannot answer (rejected,
+// failed or timed out).
+type Fallback struct {
+	// Status code. Default 503.
+	Status int `yaml:"status"`
+	// ContentType of the body. Default "application/json".
+	ContentType string `yaml:"content_type"`
+	// Body of the answer. Default empty.
+	Body string `yaml:"body"`
+}
+
+// Load reads, decodes, defaults and validates the file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes, defaults and validates data; file names it in errors. Every
+// problem is reported at once, as Errors.
+func Parse(file string, data []byte) (*Config, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Errors{{File: file, Msg: "the file is empty"}}
+		}
+		return nil, Errors{{File: file, Msg: err.Error()}}
+	}
+	d := &decoder{file: file, pos: map[string][2]int{}}
+	c := &Config{}
+	doc := &root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	d.decode(doc, reflect.ValueOf(c).Elem(), "")
+	c.applyDefaults()
+	v := &validator{decoder: d, decoded: len(d.errs)}
+	v.config(c)
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	return c, nil
+}

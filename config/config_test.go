@@ -1,0 +1,149 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/config"
+)
+
+func TestExampleConfigValidates(t *testing.T) {
+	c, err := config.Load("../examples/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Routes[0]
+	if r.Policies.RateLimit.Period.D() != time.Minute || r.Policies.CircuitBreaker.Window.Size != "10s" || r.Policies.Retry.On[1] != "502" {
+		t.Fatalf("decoded wrongly: %+v", r.Policies)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := config.Parse("min.yaml", []byte(`
+upstreams: {a: {targets: ["http://127.0.0.1:1"]}}
+routes:
+  - name: r
+    upstream: a
+    policies:
+      rate_limit: {limit: 10}
+      circuit_breaker: {}
+      retry: {}
+      concurrency: {adaptive: {}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Routes[0].Policies
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"listen", c.Listen, "127.0.0.1:8080"},
+		{"admin", c.Admin.Listen, "127.0.0.1:9901"},
+		{"store", c.Store.Kind, "memory"},
+		{"balance", c.Upstreams["a"].Balance, "round_robin"},
+		{"prefix", c.Routes[0].Match.PathPrefix, "/"},
+		{"rl algorithm", p.RateLimit.Algorithm, "gcra"},
+		{"rl period", p.RateLimit.Period.D(), time.Second},
+		{"rl burst", p.RateLimit.Burst, 10},
+		{"rl key", p.RateLimit.Key, "ip"},
+		{"cb rate", p.CircuitBreaker.FailureRate, 0.5},
+		{"cb window", p.CircuitBreaker.Window.Kind + "/" + p.CircuitBreaker.Window.Size, "count/100"},
+		{"cb open", p.CircuitBreaker.OpenFor.D(), 5 * time.Second},
+		{"retry attempts", p.Retry.Attempts, 3},
+		{"retry budget", p.Retry.Budget, 0.2},
+		{"adaptive", p.Concurrency.Adaptive.Algorithm, "default"},
+		{"adaptive initial", p.Concurrency.Adaptive.Initial, 20},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestEveryErrorReportedWithPosition(t *testing.T) {
+	src := `listen: 127.0.0.1:8080
+lisen: oops
+upstreams:
+  a:
+    targets: ["ftp://x"]
+    balance: random
+routes:
+  - name: r
+    upstream: b
+    policies:
+      timeout: 5
+      rate_limit: {limit: 0, algorithm: magic}
+      retry: {attempts: "three"}
+  - name: r
+    upstream: a
+`
+	_, err := config.Parse("bad.yaml", []byte(src))
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("err = %v, want config.Errors", err)
+	}
+	// Decoding errors come first, then validation's, except about fields
+	// that did not decode.
+	want := []string{
+		"bad.yaml:2:1: lisen: unknown field",
+		`bad.yaml:11:16: routes[0].policies.timeout: a duration needs a unit: "5"`,
+		`bad.yaml:13:25: routes[0].policies.retry.attempts: want a whole number, got "three"`,
+		`bad.yaml:5:15: upstreams.a.targets[0]: want an http:// or https:// URL`,
+		`bad.yaml:6:14: upstreams.a.balance: "random" is not one of`,
+		`bad.yaml:9:15: routes[0].upstream: no upstream named "b"`,
+		`bad.yaml:12:41: routes[0].policies.rate_limit.algorithm: "magic" is not one of`,
+		`bad.yaml:12:27: routes[0].policies.rate_limit.limit: want a limit above 0`,
+		`bad.yaml:14:11: routes[1].name: route name "r" is used twice`,
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(errs), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(errs[i].Error(), w) {
+			t.Errorf("error %d = %q, want prefix %q", i, errs[i].Error(), w)
+		}
+	}
+}
+
+func TestValidationErrors(t *testing.T) {
+	src := `upstreams:
+  a:
+    targets: ["ftp://x"]
+    balance: random
+routes:
+  - name: r
+    upstream: b
+    policies:
+      rate_limit: {limit: 0, algorithm: magic}
+      concurrency: {max: 3, adaptive: {}}
+  - name: r
+    upstream: a
+`
+	_, err := config.Parse("bad.yaml", []byte(src))
+	got := err.Error()
+	for _, w := range []string{
+		`bad.yaml:3:15: upstreams.a.targets[0]: want an http:// or https:// URL, got "ftp://x"`,
+		`bad.yaml:4:14: upstreams.a.balance: "random" is not one of round_robin, least_inflight, p2c`,
+		`bad.yaml:7:15: routes[0].upstream: no upstream named "b"`,
+		`bad.yaml:9:41: routes[0].policies.rate_limit.algorithm: "magic" is not one of`,
+		`bad.yaml:9:27: routes[0].policies.rate_limit.limit: want a limit above 0`,
+		`bad.yaml:10:20: routes[0].policies.concurrency: give either max`,
+		`bad.yaml:11:11: routes[1].name: route name "r" is used twice`,
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+}
+
+func TestEmptyAndMalformedFiles(t *testing.T) {
+	for _, src := range []string{"", "a: [", "- 1\n- 2\n"} {
+		if _, err := config.Parse("x.yaml", []byte(src)); err == nil {
+			t.Errorf("Parse(%q) succeeded", src)
+		}
+	}
+}
