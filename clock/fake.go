@@ -123,11 +123,17 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 
 // WithTimeout implements Clock: the context is cancelled with
 // context.DeadlineExceeded when the fake clock reaches now+d. Its Deadline
-// method reports no deadline, since the deadline is not in real time.
+// method reports that instant in the fake clock's time (or the parent's
+// deadline, if earlier), so code that compares a deadline with the clock's
+// Now sees the time left on the fake clock.
 func (f *Fake) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	cctx, cancel := context.WithCancelCause(ctx)
+	deadline := f.Now().Add(d)
+	if pd, ok := ctx.Deadline(); ok && pd.Before(deadline) {
+		deadline = pd
+	}
 	t := f.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
-	fctx := &fakeDeadlineCtx{Context: cctx}
+	fctx := &fakeDeadlineCtx{Context: cctx, deadline: deadline}
 	return fctx, func() {
 		t.Stop()
 		cancel(context.Canceled)
@@ -136,7 +142,12 @@ func (f *Fake) WithTimeout(ctx context.Context, d time.Duration) (context.Contex
 
 // fakeDeadlineCtx reports the cancellation cause as its error, so that a
 // fake timeout looks like a real one (context.DeadlineExceeded).
-type fakeDeadlineCtx struct{ context.Context }
+type fakeDeadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *fakeDeadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func (c *fakeDeadlineCtx) Err() error {
 	if c.Context.Err() == nil {

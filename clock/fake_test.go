@@ -63,6 +63,9 @@ func TestFakeWithTimeout(t *testing.T) {
 	f := clock.NewFake(time.Time{})
 	ctx, cancel := f.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	if dl, ok := ctx.Deadline(); !ok || !dl.Equal(f.Now().Add(time.Second)) {
+		t.Fatalf("Deadline = %v, %v; want the fake now + 1s", dl, ok)
+	}
 	f.Advance(999 * time.Millisecond)
 	if ctx.Err() != nil {
 		t.Fatal("cancelled early")

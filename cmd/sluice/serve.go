@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// serve runs the gateway until SIGTERM or SIGINT, reloading on SIGHUP, on a
+// change of the file and on POST /reload.
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "sluice.yaml", "configuration file")
+	watch := fs.Bool("watch", true, "reload when the configuration file changes")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	log := gateway.NewLogger(cfg.Log, stderr)
+	if err := runGateway(context.Background(), *path, cfg, *watch, log, nil); err != nil {
+		log.Error("gateway stopped", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// runGateway serves cfg until ctx ends or a termination signal arrives, then
+// shuts down gracefully. ready, if not nil, receives the gateway's and the
+// admin API's addresses once both listen.
+func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool, log *slog.Logger, ready func(gw, admin net.Addr, g *gateway.Gateway)) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := telemetry.New(reg)
+	if err != nil {
+		return err
+	}
+	g, err := gateway.New(cfg, gateway.Options{Logger: log, Metrics: metrics})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	reload := func() error {
+		next, err := config.Load(path)
+		if err != nil {
+			g.Refuse(err)
+			return err
+		}
+		if next.Listen != cfg.Listen || next.Admin != cfg.Admin {
+			log.Warn("listen and admin changes take effect only after a restart")
+		}
+		return g.Apply(next)
+	}
+	var adminSrv *http.Server
+	var adminAddr net.Addr
+	if cfg.Admin.Listen != "off" {
+		aln, err := net.Listen("tcp", cfg.Admin.Listen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("admin listening: %w", err)
+		}
+		adminAddr = aln.Addr()
+		adminSrv = &http.Server{
+			Handler:           g.AdminHandler(gateway.AdminOptions{Token: cfg.Admin.Token, Gatherer: reg, Reload: reload}),
+			ReadHeaderTimeout: 5 * time.Second,
+		}
+		go func() { _ = adminSrv.Serve(aln) }()
+	}
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ln) }()
+	log.Info("sluice serving", "listen", ln.Addr().String(), "admin", cfg.Admin.Listen, "routes", len(cfg.Routes))
+	if ready != nil {
+		ready(ln.Addr(), adminAddr, g)
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	var changes <-chan struct{}
+	if watch {
+		c, stop, err := watchFile(path, log)
+		if err != nil {
+			log.Warn("not watching the configuration file", "error", err)
+		} else {
+			defer stop()
+			changes = c
+		}
+	}
+	for {
+		select {
+		case err := <-served:
+			return err
+		case <-changes:
+			_ = reload()
+			continue
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				_ = reload()
+				continue
+			}
+			log.Info("shutting down", "signal", sig.String())
+		case <-ctx.Done():
+			log.Info("shutting down")
+		}
+		break
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.D())
+	defer cancel()
+	err = g.Shutdown(sctx)
+	if adminSrv != nil {
+		_ = adminSrv.Shutdown(sctx)
+	}
+	if serr := <-served; serr != nil && !errors.Is(serr, net.ErrClosed) {
+		return serr
+	}
+	return err
+}
+
+// watchFile reports changes of the file at path. It watches the directory,
+// so that editors that replace the file (write a new one, rename it over the
+// old) are seen too; changes that come in quick succession are reported
+// once.
+func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	if err := w.Add(filepath.Dir(abs)); err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		var debounce <-chan time.Time
+		for {
+			select {
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Clean(ev.Name) == abs && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename) != 0 {
+					debounce = time.After(100 * time.Millisecond)
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				log.Warn("watching the configuration file", "error", err)
+			case <-debounce:
+				debounce = nil
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out, func() { w.Close() }, nil
+}

@@ -1,0 +1,79 @@
+package gateway
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// AdminOptions configure the admin API.
+type AdminOptions struct {
+	// Token, when set, is the bearer token POST /reload requires.
+	Token string
+	// Gatherer serves /metrics. Nil disables /metrics.
+	Gatherer prometheus.Gatherer
+	// Reload re-reads and applies the configuration for POST /reload. Nil
+	// disables the endpoint.
+	Reload func() error
+}
+
+// AdminHandler serves the admin API:
+//
+//	GET  /metrics   Prometheus metrics
+//	GET  /status    JSON: routes, per-target health, breaker states, limits, in-flight, last reload
+//	GET  /healthz   200 while the process runs
+//	GET  /readyz    200 while serving, 503 once shutdown has begun
+//	POST /reload    re-read and apply the configuration (bearer token when configured)
+func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
+	mux := http.NewServeMux()
+	if o.Gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, g.Status())
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if g.closing.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+		if o.Token != "" {
+			want := "Bearer " + o.Token
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+				return
+			}
+		}
+		if o.Reload == nil {
+			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": "reload is not available"})
+			return
+		}
+		if err := o.Reload(); err != nil {
+			writeJSON(w, http.StatusUnprocessableEntity, g.LastReload())
+			return
+		}
+		writeJSON(w, http.StatusOK, g.LastReload())
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,200 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/config"
+)
+
+// route is one configured route with its policies built.
+type route struct {
+	name     string
+	cfg      *config.Route
+	match    matcher
+	pool     *pool
+	limit    *rateLimit // nil when the route has no rate limit
+	guard    *sluice.Guard
+	group    *coalesce.Group[string, *sharedResponse] // nil unless coalescing
+	fallback *config.Fallback
+	policies *routePolicies // for /status and reuse across reloads
+	inflight atomic.Int64
+	clock    clock.Clock
+}
+
+// handle serves one client request.
+func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
+	st := g.state.Load()
+	start := time.Now()
+	rt := st.route(&ctx.Request)
+	if rt == nil {
+		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
+		g.finish(ctx, nil, start, "no_route")
+		return
+	}
+	rt.inflight.Add(1)
+	defer rt.inflight.Add(-1)
+	client := clientIP(ctx, st.trusted)
+	if rt.limit != nil {
+		if ok, retryAfter := rt.limit.allow(ctx, rt, client); !ok {
+			writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
+			g.finish(ctx, rt, start, string(sluice.RateLimited))
+			return
+		}
+	}
+	x := &exchange{rt: rt, req: &ctx.Request, xff: forwardedFor(ctx, st.trusted)}
+	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
+		g.finish(ctx, rt, start, reason)
+		return
+	}
+	x.final = x.stream != nil || !idempotent(ctx.Method())
+	if rt.group != nil && x.body == nil && x.stream == nil && (ctx.IsGet() || ctx.IsHead()) {
+		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x))
+		return
+	}
+	resp, err := sluice.Do(context.Background(), rt.guard, x.attempt)
+	x.take(resp)
+	g.finish(ctx, rt, start, respond(ctx, rt, resp, err))
+}
+
+// respond writes the outcome of the route's chain: the upstream's response,
+// the route's fallback, or an error naming the reason. It returns the reason
+// for the log ("" when the upstream's response was sent).
+func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err error) string {
+	var serr *StatusError
+	if err == nil || (errors.As(err, &serr) && resp != nil && rt.fallback == nil) {
+		sendResponse(ctx, resp)
+		if serr != nil {
+			return "upstream_status"
+		}
+		return ""
+	}
+	if resp != nil {
+		releaseResponse(resp)
+	}
+	code, reason, retryAfter := errorStatus(err)
+	if rt.fallback != nil {
+		writeFallback(ctx, rt.fallback)
+		return "fallback:" + reason
+	}
+	writeError(ctx, code, reason, retryAfter)
+	return reason
+}
+
+// readBody prepares the request body: kept in memory when it is small
+// enough to send again on a retry, streamed otherwise. It writes the error
+// response and returns its reason when the body is refused.
+func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
+	cl := ctx.Request.Header.ContentLength()
+	if maxBody > 0 && cl > maxBody {
+		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0)
+		return "body_too_large"
+	}
+	stream := ctx.RequestBodyStream()
+	switch {
+	case cl == 0 || (cl < 0 && ctx.Request.Header.IsGet()):
+	case cl > 0 && cl <= maxReplayBody:
+		buf := make([]byte, cl)
+		if _, err := io.ReadFull(stream, buf); err != nil {
+			writeError(ctx, fasthttp.StatusBadRequest, "body_unreadable", 0)
+			return "body_unreadable"
+		}
+		x.body = buf
+	default:
+		if maxBody > 0 {
+			stream = io.LimitReader(stream, int64(maxBody))
+		}
+		x.stream = stream
+	}
+	return ""
+}
+
+// idempotent reports whether a request with this method may be sent twice
+// (RFC 9110 section 9.2.2).
+func idempotent(method []byte) bool {
+	switch string(method) {
+	case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE":
+		return true
+	}
+	return false
+}
+
+// forwardedFor is the X-Forwarded-For to send upstream: the client's list
+// with the peer appended when the peer is a trusted proxy, else the peer
+// alone (a client's own header is never believed).
+func forwardedFor(ctx *fasthttp.RequestCtx, trusted trustedProxies) string {
+	peer := peerAddr(ctx)
+	ps := peer.String()
+	if xff := ctx.Request.Header.Peek("X-Forwarded-For"); len(xff) > 0 && trusted.contains(peer) {
+		return string(xff) + ", " + ps
+	}
+	return ps
+}
+
+// errorStatus maps an error of the chain to a status, a reason and a
+// retry-after hint: a rate limit is 429, an open breaker or overload 503, a
+// timeout 504, and an unreachable or broken upstream 502.
+func errorStatus(err error) (code int, reason string, retryAfter time.Duration) {
+	retryAfter, _ = sluice.RetryAfter(err)
+	var rej *sluice.Rejection
+	var serr *StatusError
+	switch {
+	case errors.As(err, &rej):
+		if rej.Reason == sluice.RateLimited {
+			return fasthttp.StatusTooManyRequests, string(rej.Reason), retryAfter
+		}
+		return fasthttp.StatusServiceUnavailable, string(rej.Reason), retryAfter
+	case errors.Is(err, sluice.ErrTimeout):
+		return fasthttp.StatusGatewayTimeout, "timeout", retryAfter
+	case errors.As(err, &serr):
+		return serr.Code, "upstream_status", retryAfter
+	}
+	return fasthttp.StatusBadGateway, "upstream_unavailable", retryAfter
+}
+
+// writeError answers with a small JSON body naming the reason, and a
+// Retry-After header (whole seconds, rounded up) when the hint is known.
+func writeError(ctx *fasthttp.RequestCtx, code int, reason string, retryAfter time.Duration) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(code)
+	ctx.SetContentType("application/json")
+	b := append(make([]byte, 0, 64), `{"error":"`...)
+	b = append(b, reason...)
+	b = append(b, '"')
+	if retryAfter > 0 {
+		secs := int64((retryAfter + time.Second - 1) / time.Second)
+		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(secs, 10))
+		b = append(b, `,"retry_after":`...)
+		b = strconv.AppendInt(b, secs, 10)
+	}
+	b = append(b, "}\n"...)
+	ctx.SetBody(b)
+}
+
+func writeFallback(ctx *fasthttp.RequestCtx, f *config.Fallback) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(f.Status)
+	ctx.SetContentType(f.ContentType)
+	ctx.SetBodyString(f.Body)
+}
+
+// finish records the request in the metrics and the log.
+func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, reason string) {
+	name := ""
+	if rt != nil {
+		name = rt.name
+	}
+	d := time.Since(start)
+	code := ctx.Response.StatusCode()
+	g.metrics.Request(name, code, reason, d)
+	g.logRequest(ctx, name, code, reason, d)
+}

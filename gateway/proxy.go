@@ -1,0 +1,284 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice"
+)
+
+// maxReplayBody is the largest request body kept in memory so that a retry
+// can send it again. Larger bodies, and bodies of unknown length, stream
+// through once and are never retried.
+const maxReplayBody = 1 << 20
+
+// errNotReplayable is the error of a retry that cannot run because the
+// request's body was streamed to an earlier attempt.
+var errNotReplayable = errors.New("gateway: request body already sent; not retried")
+
+// UpstreamError is the error of an attempt that got no response from a
+// target: it could not connect, the connection broke, or the attempt timed
+// out (then it matches sluice.ErrTimeout).
+type UpstreamError struct {
+	Target  string
+	Connect bool // the target could not be reached at all
+	Err     error
+}
+
+func (e *UpstreamError) Error() string { return "upstream " + e.Target + ": " + e.Err.Error() }
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// StatusError is the result of an attempt whose response status counts as a
+// failure (5xx). The response is kept so that it can still be sent to the
+// client when no retry or fallback replaces it.
+type StatusError struct {
+	Code       int
+	RetryAfter time.Duration
+}
+
+func (e *StatusError) Error() string { return "upstream status " + strconv.Itoa(e.Code) }
+
+// RetryAfterHint implements sluice.RetryAfterHint.
+func (e *StatusError) RetryAfterHint() time.Duration { return e.RetryAfter }
+
+// hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1, which a
+// proxy must not forward.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// exchange is one client request on its way upstream, across attempts.
+type exchange struct {
+	rt     *route
+	req    *fasthttp.Request // the client's request; read-only here
+	xff    string            // the X-Forwarded-For value to send
+	body   []byte            // the replayable body; nil when streamed
+	stream io.Reader         // the body when not replayable
+	sent   bool              // stream was given to an attempt
+	final  bool              // a failed attempt must not be retried
+	last   *target           // the target of the previous attempt
+	prev   *fasthttp.Response
+}
+
+// attempt sends the request to one target and returns its response with the
+// body not yet read. A 5xx response comes back with a *StatusError.
+func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
+	x.releasePrev()
+	if x.stream != nil && x.sent {
+		return nil, errNotReplayable
+	}
+	t := x.rt.pool.choose(x.last)
+	x.last = t
+	var permit sluice.Permit
+	if t.passive != nil {
+		p, err := t.passive.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		permit = p
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	x.build(req, t)
+	resp := fasthttp.AcquireResponse()
+	t.inflight.Add(1)
+	start := time.Now()
+	var err error
+	if dl, ok := ctx.Deadline(); ok {
+		// The deadline is on the gateway's clock (a fake one in tests).
+		err = t.client.DoTimeout(req, resp, dl.Sub(x.rt.clock.Now()))
+	} else {
+		err = t.client.Do(req, resp)
+	}
+	t.inflight.Add(-1)
+	lat := time.Since(start)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		ue := upstreamError(t, err)
+		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: ue, Latency: lat})
+		if x.final && !ue.Connect {
+			return nil, &finalError{ue}
+		}
+		return nil, ue
+	}
+	if code := resp.StatusCode(); code >= 500 {
+		serr := &StatusError{Code: code, RetryAfter: retryAfterHeader(resp.Header.Peek("Retry-After"))}
+		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: serr, Latency: lat})
+		x.prev = resp
+		if x.final {
+			return resp, &finalError{serr}
+		}
+		return resp, serr
+	}
+	permit.Done(sluice.Outcome{Class: sluice.Success, Latency: lat})
+	x.prev = resp
+	return resp, nil
+}
+
+// releasePrev frees the response of an earlier attempt that a retry
+// supersedes.
+func (x *exchange) releasePrev() {
+	if x.prev != nil {
+		releaseResponse(x.prev)
+		x.prev = nil
+	}
+}
+
+// take hands the final response to the caller: it is no longer x's to free.
+func (x *exchange) take(resp *fasthttp.Response) {
+	if x.prev == resp {
+		x.prev = nil
+	}
+	x.releasePrev()
+}
+
+// build writes the upstream request for target t into out.
+func (x *exchange) build(out *fasthttp.Request, t *target) {
+	x.req.Header.CopyTo(&out.Header)
+	removeHop(&out.Header)
+	out.Header.SetHost(t.client.Addr)
+	out.UseHostHeader = true
+	if t.client.IsTLS {
+		out.URI().SetScheme("https")
+	}
+	out.Header.Set("X-Forwarded-For", x.xff)
+	out.Header.SetBytesV("X-Forwarded-Host", x.req.Header.Host())
+	out.Header.Set("X-Forwarded-Proto", "http")
+	switch {
+	case x.stream != nil:
+		x.sent = true
+		out.SetBodyStream(x.stream, x.req.Header.ContentLength())
+	case x.body != nil:
+		out.SetBodyRaw(x.body)
+	}
+}
+
+// removeHop deletes the hop-by-hop headers, including those the Connection
+// header names.
+func removeHop(h interface {
+	Peek(string) []byte
+	Del(string)
+}) {
+	for _, name := range bytes.Split(h.Peek("Connection"), []byte{','}) {
+		if name = bytes.TrimSpace(name); len(name) > 0 {
+			h.Del(string(name))
+		}
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+}
+
+// upstreamError wraps a client error from target t in an *UpstreamError.
+func upstreamError(t *target, err error) *UpstreamError {
+	ue := &UpstreamError{Target: t.url, Err: err}
+	var op *net.OpError
+	switch {
+	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout), errors.Is(err, context.DeadlineExceeded):
+		ue.Err = fmt.Errorf("%w: %v", sluice.ErrTimeout, err)
+	case errors.As(err, &op) && op.Op == "dial", errors.Is(err, fasthttp.ErrNoFreeConns):
+		ue.Connect = true
+	}
+	return ue
+}
+
+// retryAfterHeader parses a Retry-After value in seconds or as an HTTP-date.
+func retryAfterHeader(v []byte) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := time.Parse(time.RFC1123, string(v)); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// releaseResponse closes a streamed body and frees the response.
+func releaseResponse(resp *fasthttp.Response) {
+	_ = resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
+}
+
+// sendResponse copies an upstream response to the client. The body streams:
+// a chunked or unbounded body is flushed as it arrives, and a slow client
+// slows the reading from the upstream instead of filling memory. The upstream
+// response is freed once the body has been sent.
+func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
+	copyHeaders(&ctx.Response.Header, &resp.Header)
+	ctx.Response.Header.SetStatusCode(resp.StatusCode())
+	stream := resp.BodyStream()
+	if stream == nil || ctx.IsHead() || resp.StatusCode() == fasthttp.StatusNoContent || resp.StatusCode() == fasthttp.StatusNotModified {
+		cl := resp.Header.ContentLength()
+		releaseResponse(resp)
+		if ctx.IsHead() && cl >= 0 {
+			ctx.Response.Header.SetContentLength(cl)
+		}
+		return
+	}
+	size := resp.Header.ContentLength()
+	if size < 0 {
+		size = -1 // chunked to the client, flushed per read
+	}
+	ctx.Response.SetBodyStream(&upstreamBody{r: stream, resp: resp}, size)
+}
+
+// copyHeaders adds the end-to-end headers of src to dst, keeping what dst
+// already has (the gateway's own RateLimit headers).
+func copyHeaders(dst, src *fasthttp.ResponseHeader) {
+	conn := src.Peek("Connection")
+	src.VisitAll(func(k, v []byte) {
+		if isHop(k, conn) {
+			return
+		}
+		dst.AddBytesKV(k, v)
+	})
+	if ct := src.ContentType(); len(ct) > 0 {
+		dst.SetContentTypeBytes(ct)
+	}
+}
+
+// isHop reports whether header k is hop-by-hop: a standard one, or one the
+// Connection header names.
+func isHop(k, connection []byte) bool {
+	for _, h := range hopHeaders {
+		if strings.EqualFold(h, string(k)) {
+			return true
+		}
+	}
+	for _, name := range bytes.Split(connection, []byte{','}) {
+		if bytes.EqualFold(bytes.TrimSpace(name), k) {
+			return true
+		}
+	}
+	return false
+}
+
+// upstreamBody is an upstream response body on its way to the client;
+// fasthttp closes it once the body is sent (or the client is gone).
+type upstreamBody struct {
+	r    io.Reader
+	resp *fasthttp.Response
+}
+
+func (b *upstreamBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func (b *upstreamBody) Close() error {
+	if b.resp != nil {
+		releaseResponse(b.resp)
+		b.resp = nil
+	}
+	return nil
+}

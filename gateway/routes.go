@@ -1,0 +1,133 @@
+package gateway
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/config"
+)
+
+// matcher decides whether a route serves a request.
+type matcher struct {
+	host    []byte   // exact host without port; nil = any
+	prefix  []byte   // path prefix; "/" matches all
+	methods [][]byte // nil = any
+	headers [][2][]byte
+}
+
+func newMatcher(m config.Match) matcher {
+	mt := matcher{prefix: []byte(m.PathPrefix)}
+	if m.Host != "" {
+		mt.host = []byte(strings.ToLower(m.Host))
+	}
+	for _, meth := range m.Methods {
+		mt.methods = append(mt.methods, []byte(meth))
+	}
+	for k, v := range m.Headers {
+		mt.headers = append(mt.headers, [2][]byte{[]byte(k), []byte(v)})
+	}
+	return mt
+}
+
+func (m *matcher) matches(req *fasthttp.Request) bool {
+	if !bytes.HasPrefix(req.URI().PathOriginal(), m.prefix) {
+		return false
+	}
+	if m.methods != nil {
+		meth := req.Header.Method()
+		found := false
+		for _, want := range m.methods {
+			if bytes.Equal(meth, want) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if m.host != nil && !bytes.EqualFold(stripPort(req.Header.Host()), m.host) {
+		return false
+	}
+	for _, h := range m.headers {
+		if !bytes.Equal(req.Header.PeekBytes(h[0]), h[1]) {
+			return false
+		}
+	}
+	return true
+}
+
+func stripPort(host []byte) []byte {
+	if i := bytes.LastIndexByte(host, ':'); i >= 0 && !bytes.Contains(host[i:], []byte("]")) {
+		return host[:i]
+	}
+	return host
+}
+
+// trustedProxies says whose X-Forwarded-For is believed.
+type trustedProxies []netip.Prefix
+
+func parseTrusted(cidrs []string) trustedProxies {
+	var t trustedProxies
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			t = append(t, p.Masked())
+		} else if a, err := netip.ParseAddr(c); err == nil {
+			t = append(t, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return t
+}
+
+func (t trustedProxies) contains(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range t {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerAddr is the address of the connection's other end.
+func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
+	if tcp, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		if a, ok := netip.AddrFromSlice(tcp.IP); ok {
+			return a.Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
+// clientIP is the client's address: the peer's, or, when the peer is a
+// trusted proxy, the right-most address in X-Forwarded-For that is not itself
+// a trusted proxy (the left-most entries can be forged by the client).
+func clientIP(ctx *fasthttp.RequestCtx, trusted trustedProxies) netip.Addr {
+	peer := peerAddr(ctx)
+	if len(trusted) == 0 || !trusted.contains(peer) {
+		return peer
+	}
+	xff := ctx.Request.Header.Peek("X-Forwarded-For")
+	for len(xff) > 0 {
+		i := bytes.LastIndexByte(xff, ',')
+		part := bytes.TrimSpace(xff[i+1:])
+		xff = xff[:max(i, 0)]
+		a, err := netip.ParseAddr(string(part))
+		if err != nil {
+			return peer
+		}
+		a = a.Unmap()
+		if !trusted.contains(a) {
+			return a
+		}
+		peer = a
+		if i < 0 {
+			break
+		}
+	}
+	return peer
+}

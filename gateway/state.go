@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/ratelimit"
+)
+
+// state is one applied configuration: everything a request needs, built up
+// front and never changed; Apply replaces it whole.
+type state struct {
+	cfg     *config.Config
+	routes  []*route
+	pools   map[string]*pool
+	trusted trustedProxies
+	store   *store
+	version uint64
+}
+
+// route returns the first route that matches req, or nil.
+func (s *state) route(req *fasthttp.Request) *route {
+	for _, r := range s.routes {
+		if r.match.matches(req) {
+			return r
+		}
+	}
+	return nil
+}
+
+// buildState builds cfg, reusing from old (which may be nil) every pool,
+// store and policy whose configuration did not change, so that their state
+// (connections, health, breaker windows, buckets, limits) carries over.
+func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
+	st := &state{cfg: cfg, pools: map[string]*pool{}, trusted: parseTrusted(cfg.TrustedProxies)}
+	var err error
+	if old != nil && reflect.DeepEqual(old.cfg.Store, cfg.Store) {
+		st.store = old.store
+	} else if st.store, err = newStore(cfg.Store, g); err != nil {
+		return nil, err
+	}
+	for name, ucfg := range cfg.Upstreams {
+		if old != nil {
+			if p := old.pools[name]; p != nil && reflect.DeepEqual(p.cfg, ucfg) {
+				st.pools[name] = p
+				continue
+			}
+		}
+		st.pools[name] = newPool(name, ucfg, g)
+	}
+	var oldRoutes map[string]*route
+	if old != nil {
+		oldRoutes = make(map[string]*route, len(old.routes))
+		for _, r := range old.routes {
+			oldRoutes[r.name] = r
+		}
+	}
+	for _, rc := range cfg.Routes {
+		r, err := buildRoute(rc, st, oldRoutes[rc.Name], g)
+		if err != nil {
+			st.closeNew(old)
+			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
+		}
+		st.routes = append(st.routes, r)
+	}
+	for _, p := range st.pools {
+		p.start()
+	}
+	return st, nil
+}
+
+// closeNew frees what a failed build made that old does not share.
+func (s *state) closeNew(old *state) {
+	for name, p := range s.pools {
+		if old == nil || old.pools[name] != p {
+			p.stop()
+		}
+	}
+	if old == nil || old.store != s.store {
+		s.store.close()
+	}
+}
+
+// close stops what s has that next (nil at shutdown) does not reuse.
+func (s *state) close(next *state) {
+	for name, p := range s.pools {
+		if next == nil || next.pools[name] != p {
+			p.stop()
+		}
+	}
+	if next == nil || next.store != s.store {
+		s.store.close()
+	}
+}
+
+// store is where a state's rate limits keep their keys.
+type store struct {
+	ratelimit.Store
+	closeFn func()
+}
+
+func (s *store) close() {
+	if s != nil && s.closeFn != nil {
+		s.closeFn()
+	}
+}

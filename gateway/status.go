@@ -1,0 +1,83 @@
+package gateway
+
+import "sort"
+
+// Status is a snapshot of the gateway for the admin API's /status.
+type Status struct {
+	Version    uint64           `json:"version"`
+	LastReload ReloadStatus     `json:"last_reload"`
+	Routes     []RouteStatus    `json:"routes"`
+	Upstreams  []UpstreamStatus `json:"upstreams"`
+}
+
+// RouteStatus describes one route and its policies' state.
+type RouteStatus struct {
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	InFlight int64  `json:"in_flight"`
+	// Breaker is the route breaker's state ("closed", "open", ...), if any.
+	Breaker string `json:"breaker,omitempty"`
+	// ConcurrencyLimit and ConcurrencyInFlight describe the concurrency
+	// limit (static or adaptive), if any.
+	ConcurrencyLimit    int `json:"concurrency_limit,omitempty"`
+	ConcurrencyInFlight int `json:"concurrency_in_flight,omitempty"`
+	ConcurrencyQueued   int `json:"concurrency_queued,omitempty"`
+	// RateLimit is the route's limit as "N per PERIOD (algorithm)", if any.
+	RateLimit string `json:"rate_limit,omitempty"`
+}
+
+// UpstreamStatus describes one upstream pool.
+type UpstreamStatus struct {
+	Name    string         `json:"name"`
+	Balance string         `json:"balance"`
+	Targets []TargetStatus `json:"targets"`
+}
+
+// TargetStatus describes one target: its active health check verdict, its
+// passive-health breaker and its requests in flight.
+type TargetStatus struct {
+	URL      string `json:"url"`
+	Healthy  bool   `json:"healthy"`
+	Breaker  string `json:"breaker"`
+	InFlight int64  `json:"in_flight"`
+}
+
+// Status returns a snapshot of the current configuration's state.
+func (g *Gateway) Status() Status {
+	st := g.state.Load()
+	s := Status{Version: st.version, LastReload: g.LastReload()}
+	for _, r := range st.routes {
+		rs := RouteStatus{Name: r.name, Upstream: r.cfg.Upstream, InFlight: r.inflight.Load()}
+		p := r.policies
+		if p.breaker != nil {
+			rs.Breaker = p.breaker.State().String()
+		}
+		if p.bulkhead != nil {
+			rs.ConcurrencyLimit, rs.ConcurrencyInFlight, rs.ConcurrencyQueued = p.concCfg.Max, p.bulkhead.InFlight(), p.bulkhead.Queued()
+		}
+		if p.adaptive != nil {
+			rs.ConcurrencyLimit, rs.ConcurrencyInFlight, rs.ConcurrencyQueued = p.adaptive.Limit(), p.adaptive.InFlight(), p.adaptive.Queued()
+		}
+		if rl := p.rateCfg; rl != nil {
+			rs.RateLimit = formatRate(rl.Limit, rl.Period.D().String(), rl.Algorithm)
+		}
+		s.Routes = append(s.Routes, rs)
+	}
+	for name, p := range st.pools {
+		us := UpstreamStatus{Name: name, Balance: p.cfg.Balance}
+		for _, t := range p.targets {
+			ts := TargetStatus{URL: t.url, Healthy: t.healthy.Load(), InFlight: t.inflight.Load()}
+			if pb, ok := t.passive.(passiveBreaker); ok {
+				ts.Breaker = pb.State().String()
+			}
+			us.Targets = append(us.Targets, ts)
+		}
+		s.Upstreams = append(s.Upstreams, us)
+	}
+	sort.Slice(s.Upstreams, func(i, j int) bool { return s.Upstreams[i].Name < s.Upstreams[j].Name })
+	return s
+}
+
+func formatRate(limit int, period, alg string) string {
+	return itoa(limit) + " per " + period + " (" + alg + ")"
+}

@@ -1,0 +1,183 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/clock"
+)
+
+// ErrorPolicy says what a Limiter does when its Store fails.
+type ErrorPolicy uint8
+
+const (
+	// FailOpen admits the call when the Store fails: an outage of a shared
+	// store does not become an outage of the service. It is the default.
+	FailOpen ErrorPolicy = iota
+	// FailClosed rejects the call when the Store fails, with a *LimitError
+	// whose Err is the store's error.
+	FailClosed
+)
+
+// Options configures a Limiter.
+type Options struct {
+	// Name names the limiter in its rejections (sluice.Rejection.Policy).
+	Name string
+	// Limit is the initial limit; it must be valid (see Limit.Validate).
+	// SetLimit changes it.
+	Limit Limit
+	// Store keeps the keys' state. Nil means a new Memory store with
+	// default options on Clock. Limiters that share a Store share the state
+	// of equal keys.
+	Store Store
+	// Key is the key used when the context carries none (see WithKey). The
+	// empty string is a valid key.
+	Key string
+	// OnError says what to do when the Store fails; the zero value is
+	// FailOpen. A Memory store that is full (ErrFull) is not a failure: the
+	// call is always rejected, so that a full store never over-admits.
+	OnError ErrorPolicy
+	// Clock is the clock of the default Memory store; nil means clock.Real.
+	// It is not used when Store is set.
+	Clock clock.Clock
+}
+
+// Limiter is an admission policy that admits a call when its key's rate
+// limit allows one more event. The key is the one WithKey put in the call's
+// context, or Options.Key. A Limiter is safe for concurrent use; its limit
+// can be changed at run time with SetLimit, which keeps every key's state.
+//
+// A rejected call gets a *LimitError, which satisfies
+// errors.Is(err, sluice.ErrRejected), carries Reason sluice.RateLimited and a
+// RetryAfter, and exposes the Decision for RateLimit headers. Acquire
+// allocates only when it rejects.
+type Limiter struct {
+	name    string
+	store   Store
+	key     string
+	onError ErrorPolicy
+	limit   atomic.Pointer[Limit]
+}
+
+var (
+	_ sluice.Admitter = (*Limiter)(nil)
+	_ sluice.Policy   = (*Limiter)(nil)
+)
+
+// New returns a Limiter configured by opts, or an error if opts.Limit is
+// invalid.
+func New(opts Options) (*Limiter, error) {
+	if err := opts.Limit.Validate(); err != nil {
+		return nil, fmt.Errorf("ratelimit: creating limiter %q: %w", opts.Name, err)
+	}
+	l := &Limiter{name: opts.Name, store: opts.Store, key: opts.Key, onError: opts.OnError}
+	if l.store == nil {
+		l.store = NewMemory(MemoryOptions{Clock: opts.Clock})
+	}
+	lim := opts.Limit
+	l.limit.Store(&lim)
+	return l, nil
+}
+
+// Limit returns the current limit.
+func (l *Limiter) Limit() Limit { return *l.limit.Load() }
+
+// SetLimit replaces the limit for the calls that start from now on. Keys keep
+// their state, which each algorithm carries over to the new limit (see the
+// algorithms); only a change of Algorithm starts keys afresh. It returns an
+// error, and changes nothing, if lim is invalid.
+func (l *Limiter) SetLimit(lim Limit) error {
+	if err := lim.Validate(); err != nil {
+		return fmt.Errorf("ratelimit: setting limit of %q: %w", l.name, err)
+	}
+	l.limit.Store(&lim)
+	return nil
+}
+
+// Allow asks the store for n events on key under the current limit, and
+// returns its answer as is: OnError is not applied.
+func (l *Limiter) Allow(ctx context.Context, key string, n int) (Decision, error) {
+	return l.store.AllowN(ctx, key, *l.limit.Load(), n)
+}
+
+// Acquire consumes one event of the key of ctx (see WithKey), or of
+// Options.Key. It returns a zero Permit (Done does nothing) when the event
+// is admitted, and a *LimitError when it is not.
+func (l *Limiter) Acquire(ctx context.Context) (sluice.Permit, error) {
+	key, ok := KeyFrom(ctx)
+	if !ok {
+		key = l.key
+	}
+	d, err := l.store.AllowN(ctx, key, *l.limit.Load(), 1)
+	switch {
+	case err != nil:
+		if l.onError == FailOpen && !errors.Is(err, ErrFull) {
+			return sluice.Permit{}, nil
+		}
+		return sluice.Permit{}, newLimitError(l.name, d, err)
+	case !d.Allowed:
+		return sluice.Permit{}, newLimitError(l.name, d, nil)
+	}
+	return sluice.Permit{}, nil
+}
+
+// Run runs next if Acquire admits the call; see sluice.RunAdmitted.
+func (l *Limiter) Run(ctx context.Context, next sluice.Call) sluice.Result {
+	return sluice.RunAdmitted(ctx, l, next)
+}
+
+func newLimitError(name string, d Decision, err error) *LimitError {
+	return &LimitError{
+		Rejection: sluice.Rejection{Reason: sluice.RateLimited, Policy: name, RetryAfter: max(0, d.RetryAfter)},
+		Decision:  d,
+		Err:       err,
+	}
+}
+
+// LimitError is the error of a call that a rate limit rejected. It is a
+// sluice.Rejection with Reason sluice.RateLimited (so errors.Is(err,
+// sluice.ErrRejected) holds and errors.As finds the *sluice.Rejection), plus
+// the Decision that rejected it.
+type LimitError struct {
+	sluice.Rejection
+	// Decision is the store's answer, for the RateLimit headers; when the
+	// store failed it is whatever the store returned with its error (the
+	// zero Decision, or only Limit set for a full Memory store).
+	Decision Decision
+	// Err is the store's error when the store failed (or was full) and the
+	// call was rejected because of it; nil otherwise.
+	Err error
+}
+
+// Error describes the rejection and, if any, the store's error.
+func (e *LimitError) Error() string {
+	if e.Err == nil {
+		return e.Rejection.Error()
+	}
+	return e.Rejection.Error() + ": " + e.Err.Error()
+}
+
+// Unwrap returns the embedded *sluice.Rejection and, if any, Err.
+func (e *LimitError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{&e.Rejection}
+	}
+	return []error{&e.Rejection, e.Err}
+}
+
+type keyCtxKey struct{}
+
+// WithKey returns a copy of ctx that carries key, the rate-limit key that a
+// Limiter uses for calls made with it (a client's address or API key, say).
+func WithKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyCtxKey{}, key)
+}
+
+// KeyFrom returns the key that WithKey put in ctx, and whether there is one.
+func KeyFrom(ctx context.Context) (string, bool) {
+	key, ok := ctx.Value(keyCtxKey{}).(string)
+	return key, ok
+}

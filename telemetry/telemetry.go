@@ -1,0 +1,148 @@
+// Package telemetry turns what sluice's policies and gateway do into
+// Prometheus metrics, on a registry passed in: nothing is registered
+// globally. Every method of a nil *Metrics does nothing, so code can record
+// unconditionally.
+package telemetry
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics holds sluice's collectors.
+type Metrics struct {
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	breakerState   *prometheus.GaugeVec
+	breakerChanges *prometheus.CounterVec
+	concLimit      *prometheus.GaugeVec
+	inflight       *prometheus.GaugeVec
+	rateLimit      *prometheus.CounterVec
+	reloads        *prometheus.CounterVec
+	retries        *prometheus.CounterVec
+}
+
+// New creates sluice's collectors and registers them on reg. It returns an
+// error if any of them is already registered there.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_requests_total",
+			Help: "Requests served, by route, status code and outcome (ok, or the reason the request was not served by the upstream).",
+		}, []string{"route", "code", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_request_duration_seconds",
+			Help:    "Time from receiving a request's headers to sending its response headers, by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route"}),
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_breaker_state",
+			Help: "Circuit breaker state: 0 closed, 1 open, 2 half-open, 3 forced open, 4 disabled.",
+		}, []string{"breaker"}),
+		breakerChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_breaker_transitions_total",
+			Help: "Circuit breaker state changes, by breaker and new state.",
+		}, []string{"breaker", "to"}),
+		concLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_concurrency_limit",
+			Help: "Current concurrency limit, by route.",
+		}, []string{"route"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_inflight_requests",
+			Help: "Requests in flight, by route.",
+		}, []string{"route"}),
+		rateLimit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_ratelimit_decisions_total",
+			Help: "Rate-limit decisions, by route and decision (allowed, rejected).",
+		}, []string{"route", "decision"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_config_reloads_total",
+			Help: "Configuration reloads, by result (ok, error).",
+		}, []string{"result"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_retries_total",
+			Help: "Retry attempts made, by route.",
+		}, []string{"route"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.breakerState, m.breakerChanges, m.concLimit, m.inflight, m.rateLimit, m.reloads, m.retries} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Request records one served request. outcome is "ok" or the reason it was
+// not served by the upstream.
+func (m *Metrics) Request(route string, code int, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if outcome == "" {
+		outcome = "ok"
+	}
+	m.requests.WithLabelValues(route, strconv.Itoa(code), outcome).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// BreakerState records a breaker's state (see the metric's help for the
+// numbering) and, when changed is true, a transition to it.
+func (m *Metrics) BreakerState(breaker string, state int, name string, changed bool) {
+	if m == nil {
+		return
+	}
+	m.breakerState.WithLabelValues(breaker).Set(float64(state))
+	if changed {
+		m.breakerChanges.WithLabelValues(breaker, name).Inc()
+	}
+}
+
+// ConcurrencyLimit records a route's current concurrency limit.
+func (m *Metrics) ConcurrencyLimit(route string, limit int) {
+	if m == nil {
+		return
+	}
+	m.concLimit.WithLabelValues(route).Set(float64(limit))
+}
+
+// InFlight records a route's requests in flight.
+func (m *Metrics) InFlight(route string, n int64) {
+	if m == nil {
+		return
+	}
+	m.inflight.WithLabelValues(route).Set(float64(n))
+}
+
+// RateLimit records one rate-limit decision.
+func (m *Metrics) RateLimit(route string, allowed bool) {
+	if m == nil {
+		return
+	}
+	d := "rejected"
+	if allowed {
+		d = "allowed"
+	}
+	m.rateLimit.WithLabelValues(route, d).Inc()
+}
+
+// Reload records a configuration reload.
+func (m *Metrics) Reload(ok bool) {
+	if m == nil {
+		return
+	}
+	r := "error"
+	if ok {
+		r = "ok"
+	}
+	m.reloads.WithLabelValues(r).Inc()
+}
+
+// Retry records a retry attempt.
+func (m *Metrics) Retry(route string) {
+	if m == nil {
+		return
+	}
+	m.retries.WithLabelValues(route).Inc()
+}
