@@ -21,6 +21,7 @@ const maxInline = 8
 type Guard struct {
 	stages    []Policy
 	admitters []Admitter // the stages, when every stage is an Admitter; else nil
+	untimed   bool       // every admitter ignores latency: Do need not time calls
 	classify  Classifier
 	clock     clock.Clock
 }
@@ -44,6 +45,12 @@ func New(policies ...Policy) *Guard {
 			break
 		}
 		g.admitters = append(g.admitters, a)
+	}
+	g.untimed = g.admitters != nil
+	for _, a := range g.admitters {
+		if li, ok := a.(LatencyIgnorer); !ok || !li.IgnoresLatency() {
+			g.untimed = false
+		}
 	}
 	return g
 }
@@ -160,9 +167,15 @@ func doAdmitted[T any](ctx context.Context, g *Guard, fn func(context.Context) (
 			}
 		}
 	}()
-	start := g.clock.Nanotime()
-	v, err = fn(ctx)
-	o := g.outcome(ctx, start, err)
+	var o Outcome
+	if g.untimed {
+		v, err = fn(ctx)
+		o = Outcome{Class: g.classify(ctx, err), Err: err}
+	} else {
+		start := g.clock.Nanotime()
+		v, err = fn(ctx)
+		o = g.outcome(ctx, start, err)
+	}
 	done = true
 	for j := n - 1; j >= 0; j-- {
 		permits[j].Done(o)

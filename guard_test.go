@@ -232,6 +232,8 @@ func TestGuardAsPolicy(t *testing.T) {
 
 type nopAdmitter struct{}
 
+func (nopAdmitter) IgnoresLatency() bool { return true }
+
 func (nopAdmitter) Acquire(context.Context) (sluice.Permit, error) { return sluice.Permit{}, nil }
 func (n nopAdmitter) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	return sluice.RunAdmitted(ctx, n, next)
@@ -243,6 +245,27 @@ func TestDoAdmittedAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(100, func() { _, _ = sluice.Do(ctx, g, fn) }); n != 0 {
 		t.Fatalf("Do allocates %v times per call, want 0", n)
+	}
+}
+
+func TestUntimedGuardReportsNoLatency(t *testing.T) {
+	fc := clock.NewFake(time.Time{})
+	timed := &recorder{name: "timed"}
+	for _, tc := range []struct {
+		policies []sluice.Policy
+		want     time.Duration
+	}{
+		{[]sluice.Policy{nopAdmitter{}}, 0},
+		{[]sluice.Policy{nopAdmitter{}, timed}, time.Second},
+	} {
+		g := sluice.New(tc.policies...).WithClock(fc)
+		_, _ = sluice.Do(context.Background(), g, func(context.Context) (int, error) {
+			fc.Advance(time.Second)
+			return 0, nil
+		})
+		if len(tc.policies) == 2 && timed.outcomes[0].Latency != tc.want {
+			t.Fatalf("latency = %v, want %v", timed.outcomes[0].Latency, tc.want)
+		}
 	}
 }
 

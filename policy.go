@@ -32,6 +32,14 @@ type Admitter interface {
 	Acquire(ctx context.Context) (Permit, error)
 }
 
+// LatencyIgnorer is implemented by admission policies that never read
+// Outcome.Latency. When every policy of a Guard is an Admitter that ignores
+// latency, Do does not time calls (reading the clock is most of its cost)
+// and reports a zero Latency.
+type LatencyIgnorer interface {
+	IgnoresLatency() bool
+}
+
 // Releaser is implemented by admission policies that need to learn how an
 // admitted call ended. token is the value given to NewPermit.
 type Releaser interface {

@@ -8,6 +8,11 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 )
 
-require github.com/bits-and-blooms/bitset v1.24.4 // indirect
+require (
+	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	go.uber.org/ratelimit v0.3.1 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
 
 replace github.com/sluicehq/sluice => ../

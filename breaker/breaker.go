@@ -471,3 +471,8 @@ func (b *Breaker) Metrics() Metrics {
 	b.dispatch()
 	return m
 }
+
+// IgnoresLatency reports whether the breaker never reads a call's latency:
+// true unless Options.SlowCallThreshold is set. It lets a sluice.Guard skip
+// timing calls (sluice.LatencyIgnorer).
+func (b *Breaker) IgnoresLatency() bool { return b.cfg.slowThreshold <= 0 }

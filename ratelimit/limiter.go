@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
@@ -111,15 +112,16 @@ func (l *Limiter) Acquire(ctx context.Context) (sluice.Permit, error) {
 	if !ok {
 		key = l.key
 	}
-	d, err := l.store.AllowN(ctx, key, *l.limit.Load(), 1)
+	lim := l.limit.Load()
+	d, err := l.store.AllowN(ctx, key, *lim, 1)
 	switch {
 	case err != nil:
 		if l.onError == FailOpen && !errors.Is(err, ErrFull) {
 			return sluice.Permit{}, nil
 		}
-		return sluice.Permit{}, newLimitError(l.name, d, err)
+		return sluice.Permit{}, newLimitError(l.name, lim.Period, d, err)
 	case !d.Allowed:
-		return sluice.Permit{}, newLimitError(l.name, d, nil)
+		return sluice.Permit{}, newLimitError(l.name, lim.Period, d, nil)
 	}
 	return sluice.Permit{}, nil
 }
@@ -129,8 +131,9 @@ func (l *Limiter) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	return sluice.RunAdmitted(ctx, l, next)
 }
 
-func newLimitError(name string, d Decision, err error) *LimitError {
+func newLimitError(name string, period time.Duration, d Decision, err error) *LimitError {
 	return &LimitError{
+		Period:    period,
 		Rejection: sluice.Rejection{Reason: sluice.RateLimited, Policy: name, RetryAfter: max(0, d.RetryAfter)},
 		Decision:  d,
 		Err:       err,
@@ -150,6 +153,16 @@ type LimitError struct {
 	// Err is the store's error when the store failed (or was full) and the
 	// call was rejected because of it; nil otherwise.
 	Err error
+	// Period is the limit's window, for the RateLimit-Policy header.
+	Period time.Duration
+}
+
+// RateLimitReport describes the decision for the RateLimit and
+// RateLimit-Policy headers (it implements httpguard.RateLimitReporter, which
+// this package cannot import): the policy's name, its quota per window, what
+// is left now, the window and the time until the quota is full again.
+func (e *LimitError) RateLimitReport() (policy string, limit, remaining int, window, reset time.Duration) {
+	return e.Policy, e.Decision.Limit, max(e.Decision.Remaining, 0), e.Period, e.Decision.ResetAfter
 }
 
 // Error describes the rejection and, if any, the store's error.
@@ -181,3 +194,7 @@ func KeyFrom(ctx context.Context) (string, bool) {
 	key, ok := ctx.Value(keyCtxKey{}).(string)
 	return key, ok
 }
+
+// IgnoresLatency reports true: a rate limit never reads a call's latency
+// (sluice.LatencyIgnorer).
+func (l *Limiter) IgnoresLatency() bool { return true }

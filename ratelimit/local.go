@@ -124,12 +124,17 @@ func (x *Local) Acquire(context.Context) (sluice.Permit, error) {
 	}
 	// Describe the rejection from a snapshot, consuming nothing.
 	s := state{a: x.tat.Load()}
-	d := s.gcra(x.p.Load().params, 1, x.clock.Nanotime())
+	p := x.p.Load()
+	d := s.gcra(p.params, 1, x.clock.Nanotime())
 	d.Allowed = false
-	return sluice.Permit{}, newLimitError(x.name, d, nil)
+	return sluice.Permit{}, newLimitError(x.name, p.limit.Period, d, nil)
 }
 
 // Run runs next if Acquire admits the call; see sluice.RunAdmitted.
 func (x *Local) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	return sluice.RunAdmitted(ctx, x, next)
 }
+
+// IgnoresLatency reports true: a rate limit never reads a call's latency
+// (sluice.LatencyIgnorer).
+func (x *Local) IgnoresLatency() bool { return true }

@@ -1,0 +1,328 @@
+package gateway_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRouting checks that requests go to the first route whose host, path
+// prefix, methods and headers all match, and that other requests get 404.
+func TestRouting(t *testing.T) {
+	a := startUpstream(t, "a", nil)
+	b := startUpstream(t, "b", nil)
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  a: {targets: ["%s"]}
+  b: {targets: ["%s"]}
+routes:
+  - name: by-host
+    match: {host: api.example}
+    upstream: b
+  - name: admin-post
+    match: {path_prefix: /admin/, methods: [POST, PUT]}
+    upstream: b
+  - name: canary
+    match: {path_prefix: /v1/, headers: {X-Canary: "yes"}}
+    upstream: b
+  - name: v1
+    match: {path_prefix: /v1/}
+    upstream: a
+`, a.URL, b.URL))
+	c := newClient(t)
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		header http.Header
+		code   int
+		body   string
+	}{
+		{"host", "GET", "/anything", http.Header{"Host": {"api.example"}}, 200, "b /anything"},
+		{"host with port", "GET", "/x", http.Header{"Host": {"api.example:8443"}}, 200, "b /x"},
+		{"host case-insensitive", "GET", "/x", http.Header{"Host": {"API.Example"}}, 200, "b /x"},
+		{"other host falls through to prefix", "GET", "/v1/x", http.Header{"Host": {"web.example"}}, 200, "a /v1/x"},
+		{"method matches", "POST", "/admin/users", nil, 200, "b /admin/users"},
+		{"second method matches", "PUT", "/admin/users", nil, 200, "b /admin/users"},
+		{"method does not match", "GET", "/admin/users", nil, 404, ""},
+		{"header matches", "GET", "/v1/chat", http.Header{"X-Canary": {"yes"}}, 200, "b /v1/chat"},
+		{"header value differs", "GET", "/v1/chat", http.Header{"X-Canary": {"no"}}, 200, "a /v1/chat"},
+		{"prefix", "GET", "/v1/", nil, 200, "a /v1/"},
+		{"prefix is not a substring match", "GET", "/x/v1/", nil, 404, ""},
+		{"no route", "GET", "/other", nil, 404, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, c, tt.method, gw.URL+tt.path, tt.header, nil)
+			if r.Code != tt.code {
+				t.Fatalf("status %d, want %d (body %q)", r.Code, tt.code, r.Body)
+			}
+			if tt.code == 404 {
+				if e := r.errorBody(t); e.Error != "no_route" {
+					t.Fatalf("404 body %q, want error no_route", r.Body)
+				}
+				if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+					t.Fatalf("404 Content-Type %q", ct)
+				}
+				return
+			}
+			if r.Body != tt.body {
+				t.Fatalf("body %q, want %q", r.Body, tt.body)
+			}
+		})
+	}
+}
+
+// TestNotAnOpenProxy sends absolute-URI and CONNECT requests naming another
+// server: they must reach the configured upstream (in origin form, with the
+// upstream's own Host), never the server they name.
+func TestNotAnOpenProxy(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	other := startUpstream(t, "other", nil)
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, up.URL))
+	tests := []struct {
+		name, req, path string
+	}{
+		{"absolute URI to a named host", "GET http://evil.example/secret?q=1 HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n", "/secret"},
+		{"absolute URI to a local server", "GET http://" + other.addr() + "/secret HTTP/1.1\r\nHost: " + other.addr() + "\r\nConnection: close\r\n\r\n", "/secret"},
+		{"absolute URI, Host header disagrees", "GET http://" + other.addr() + "/p HTTP/1.1\r\nHost: fine.example\r\nConnection: close\r\n\r\n", "/p"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := up.calls.Load()
+			resp, body := rawRequest(t, gw.Addr, tt.req)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d, body %q", resp.StatusCode, body)
+			}
+			if got := up.calls.Load() - before; got != 1 {
+				t.Fatalf("configured upstream got %d requests, want 1", got)
+			}
+			if n := other.calls.Load(); n != 0 {
+				t.Fatalf("the server named in the request got %d requests", n)
+			}
+			last := up.lastRequest()
+			if last.URL.Path != tt.path {
+				t.Errorf("upstream saw path %q, want %q", last.URL.Path, tt.path)
+			}
+			if !strings.HasPrefix(last.RequestURI, "/") {
+				t.Errorf("upstream saw request-target %q, want origin form (RFC 9112 section 3.2.1)", last.RequestURI)
+			}
+			if last.Host != up.addr() {
+				t.Errorf("upstream saw Host %q, want the target's %q", last.Host, up.addr())
+			}
+		})
+	}
+	t.Run("CONNECT", func(t *testing.T) {
+		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(waitLimit))
+		fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", other.addr(), other.addr())
+		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				// A 200 must be the configured upstream's answer, not a tunnel.
+				fmt.Fprintf(conn, "GET /tunnelled HTTP/1.1\r\nHost: x\r\n\r\n")
+			}
+		}
+		_, _ = io.Copy(io.Discard, conn)
+		if n := other.calls.Load(); n != 0 {
+			t.Fatalf("CONNECT opened a tunnel: the named server got %d requests", n)
+		}
+	})
+}
+
+// TestForwardedHeaders checks X-Forwarded-For/-Host/-Proto: a client's own
+// X-Forwarded-For is replaced by its address unless the peer is a trusted
+// proxy, whose list is extended.
+func TestForwardedHeaders(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		trusted string
+		xff     string
+		want    string
+	}{
+		{"no header, untrusted", "[]", "", "127.0.0.1"},
+		{"forged header, untrusted", "[]", "1.2.3.4", "127.0.0.1"},
+		{"trusted peer extends the list", "[127.0.0.1/32]", "1.2.3.4", "1.2.3.4, 127.0.0.1"},
+		{"trusted peer without header", "[127.0.0.0/8]", "", "127.0.0.1"},
+		{"other proxy trusted, peer not", "[10.0.0.0/8]", "1.2.3.4", "127.0.0.1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := startUpstream(t, "up", nil)
+			gw := startGateway(t, parseConfig(t, `
+trusted_proxies: %s
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, tt.trusted, up.URL))
+			h := http.Header{"Host": {"shop.example:8080"}}
+			if tt.xff != "" {
+				h.Set("X-Forwarded-For", tt.xff)
+			}
+			r := do(t, newClient(t), "GET", gw.URL+"/x", h, nil)
+			if r.Code != 200 {
+				t.Fatalf("status %d", r.Code)
+			}
+			last := up.lastRequest()
+			if got := last.Header.Values("X-Forwarded-For"); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("X-Forwarded-For %q, want %q", got, tt.want)
+			}
+			if got := last.Header.Get("X-Forwarded-Host"); got != "shop.example:8080" {
+				t.Errorf("X-Forwarded-Host %q", got)
+			}
+			if got := last.Header.Get("X-Forwarded-Proto"); got != "http" {
+				t.Errorf("X-Forwarded-Proto %q", got)
+			}
+		})
+	}
+}
+
+// TestClientKey checks whose rate limit a request counts against: the
+// peer's address, or the right-most untrusted X-Forwarded-For entry when the
+// peer is a trusted proxy.
+func TestClientKey(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		trusted  string
+		xffs     []string // one request each
+		admitted []bool
+	}{
+		{"untrusted: forged headers share the peer's key", "[]",
+			[]string{"1.1.1.1", "2.2.2.2", "3.3.3.3"}, []bool{true, false, false}},
+		{"trusted: each client its own key", "[127.0.0.1/32]",
+			[]string{"1.1.1.1", "2.2.2.2", "1.1.1.1"}, []bool{true, true, false}},
+		{"trusted: forged left-most entries are ignored", "[127.0.0.1/32]",
+			[]string{"1.1.1.1", "9.9.9.9, 1.1.1.1", "8.8.8.8, 2.2.2.2"}, []bool{true, false, true}},
+		{"trusted: trusted hops are skipped", "[127.0.0.1/32, 10.0.0.0/8]",
+			[]string{"1.1.1.1, 10.0.0.5", "1.1.1.1", "2.2.2.2, 10.1.1.1, 10.2.2.2"}, []bool{true, false, true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := startUpstream(t, "up", nil)
+			gw := startGateway(t, parseConfig(t, `
+trusted_proxies: %s
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: all
+    upstream: up
+    policies:
+      rate_limit: {limit: 1, period: 1h, key: ip}
+`, tt.trusted, up.URL))
+			c := newClient(t)
+			for i, xff := range tt.xffs {
+				r := do(t, c, "GET", gw.URL+"/", http.Header{"X-Forwarded-For": {xff}}, nil)
+				if got := r.Code == 200; got != tt.admitted[i] {
+					t.Errorf("request %d (X-Forwarded-For %q): status %d, want admitted=%v", i, xff, r.Code, tt.admitted[i])
+				}
+			}
+		})
+	}
+}
+
+// TestHopByHopHeaders checks that hop-by-hop headers, and those the
+// Connection header names, are stripped in both directions while
+// end-to-end headers pass.
+func TestHopByHopHeaders(t *testing.T) {
+	// A raw upstream, so that its response carries hop-by-hop headers
+	// exactly as written.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	seen := make(chan http.Header, 1)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(waitLimit))
+				br := bufio.NewReader(conn)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				h := req.Header.Clone()
+				// net/http moves these out of Header; put them back to check them.
+				if len(req.TransferEncoding) > 0 {
+					h.Set("Transfer-Encoding", strings.Join(req.TransferEncoding, ","))
+				}
+				seen <- h
+				io.WriteString(conn, "HTTP/1.1 200 OK\r\n"+
+					"Connection: X-Resp-Secret\r\n"+
+					"X-Resp-Secret: s\r\n"+
+					"Keep-Alive: timeout=5\r\n"+
+					"Proxy-Authenticate: Basic realm=x\r\n"+
+					"Upgrade: h2c\r\n"+
+					"Trailer: X-Trail\r\n"+
+					"X-End: e\r\n"+
+					"Content-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, ln.Addr().String()))
+	resp, body := rawRequest(t, gw.Addr, "GET /h HTTP/1.1\r\n"+
+		"Host: x\r\n"+
+		"Connection: keep-alive, X-Secret\r\n"+
+		"X-Secret: s\r\n"+
+		"Keep-Alive: 300\r\n"+
+		"Proxy-Authorization: Basic abc\r\n"+
+		"Proxy-Connection: keep-alive\r\n"+
+		"Te: trailers\r\n"+
+		"Trailer: X-T\r\n"+
+		"X-Keep: yes\r\n\r\n")
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+	var up http.Header
+	select {
+	case up = <-seen:
+	case <-time.After(waitLimit):
+		t.Fatal("the upstream got no request")
+	}
+	for _, h := range []string{"X-Secret", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
+		if v := up.Values(h); len(v) > 0 {
+			t.Errorf("upstream got hop-by-hop request header %s: %q", h, v)
+		}
+	}
+	if c := up.Get("Connection"); c != "" && !strings.EqualFold(c, "keep-alive") && !strings.EqualFold(c, "close") {
+		t.Errorf("upstream got Connection %q: the client's connection options leaked", c)
+	}
+	if up.Get("X-Keep") != "yes" {
+		t.Errorf("end-to-end request header X-Keep lost: %v", up)
+	}
+	for _, h := range []string{"X-Resp-Secret", "Keep-Alive", "Proxy-Authenticate", "Upgrade", "Trailer"} {
+		if v := resp.Header.Values(h); len(v) > 0 {
+			t.Errorf("client got hop-by-hop response header %s: %q", h, v)
+		}
+	}
+	if c := resp.Header.Get("Connection"); strings.Contains(strings.ToLower(c), "x-resp-secret") {
+		t.Errorf("client got the upstream's Connection header %q", c)
+	}
+	if resp.Header.Get("X-End") != "e" {
+		t.Errorf("end-to-end response header X-End lost: %v", resp.Header)
+	}
+}
