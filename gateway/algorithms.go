@@ -10,6 +10,10 @@ import (
 // newAlgorithm builds the adaptive limit algorithm a route asks for.
 func newAlgorithm(a *config.Adaptive) (limit.Algorithm, error) {
 	switch a.Algorithm {
+	case "default":
+		return limit.NewDefault(limit.DefaultOptions{InitialLimit: a.Initial, MinLimit: a.Min, MaxLimit: a.Max})
+	case "latency_gradient":
+		return limit.NewLatencyGradient(limit.LatencyGradientOptions{InitialLimit: a.Initial, MinLimit: a.Min, MaxLimit: a.Max})
 	case "aimd":
 		return limit.NewAIMD(limit.AIMDOptions{InitialLimit: a.Initial, MinLimit: a.Min, MaxLimit: a.Max})
 	case "vegas":

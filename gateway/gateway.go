@@ -79,20 +79,19 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
 	g.server = &fasthttp.Server{
-		Handler:                       g.handle,
-		Name:                          "sluice",
-		ReadTimeout:                   cfg.Server.ReadHeaderTimeout.D(),
-		IdleTimeout:                   cfg.Server.IdleTimeout.D(),
-		HeaderReceived:                g.headerReceived,
-		ReadBufferSize:                min(cfg.Server.MaxHeaderBytes, 1<<20),
-		StreamRequestBody:             true,
-		DisableHeaderNamesNormalizing: true,
-		DisablePreParseMultipartForm:  true,
-		NoDefaultServerHeader:         true,
-		NoDefaultContentType:          true,
-		NoDefaultDate:                 true,
-		CloseOnShutdown:               true,
-		Logger:                        fasthttpLogger{g.log},
+		Handler:                      g.handle,
+		Name:                         "sluice",
+		ReadTimeout:                  cfg.Server.ReadHeaderTimeout.D(),
+		IdleTimeout:                  cfg.Server.IdleTimeout.D(),
+		HeaderReceived:               g.headerReceived,
+		ReadBufferSize:               min(cfg.Server.MaxHeaderBytes, 1<<20),
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		NoDefaultDate:                true,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{g.log},
 	}
 	return g, nil
 }

@@ -77,13 +77,15 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 	}
 	t := x.rt.pool.choose(x.last)
 	x.last = t
+	// The target's passive-health breaker steers choose away from a failing
+	// target; when it refuses, every target is failing (choose found no
+	// better one), and the request goes anyway, unrecorded, rather than
+	// failing for certain (Envoy's "panic routing").
 	var permit sluice.Permit
 	if t.passive != nil {
-		p, err := t.passive.Acquire(ctx)
-		if err != nil {
-			return nil, err
+		if p, err := t.passive.Acquire(ctx); err == nil {
+			permit = p
 		}
-		permit = p
 	}
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)

@@ -1,0 +1,13 @@
+package gateway
+
+// CoalesceShared returns how many requests of the named route joined a
+// coalesced upstream call already under way, so that tests can wait for
+// every request to have joined before letting the upstream answer.
+func CoalesceShared(g *Gateway, route string) uint64 {
+	for _, r := range g.state.Load().routes {
+		if r.name == route && r.group != nil {
+			return r.group.Stats().Shared
+		}
+	}
+	return 0
+}

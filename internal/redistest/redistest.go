@@ -1,0 +1,336 @@
+// Package redistest starts real redis-server processes for tests, on free
+// ports of 127.0.0.1, and stops them when the test ends.
+//
+// When redis-server is not on PATH the test is skipped, unless the
+// environment has SLUICE_REQUIRE_REDIS=1, in which case it fails: CI sets
+// it so that a missing server cannot pass for a green run.
+//
+// Servers keep no data on disk (no RDB, no AOF) and write their log to the
+// test's temporary directory; the log is printed when a server does not come
+// up. Waiting for a server is a bounded poll (PING every 10ms, for at most
+// 10s), the only waiting these helpers do.
+package redistest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// RequireEnv is the environment variable that turns a missing redis-server
+// into a test failure instead of a skip when set to "1".
+const RequireEnv = "SLUICE_REQUIRE_REDIS"
+
+// readyTimeout bounds every wait for a server.
+const readyTimeout = 10 * time.Second
+
+// Server is one redis-server process. Its methods are safe for concurrent
+// use.
+type Server struct {
+	// Addr is "127.0.0.1:port"; it stays the same across Restart.
+	Addr string
+
+	t    testing.TB
+	bin  string
+	port int
+	dir  string
+	args []string
+
+	mu  sync.Mutex // protects cmd
+	cmd *exec.Cmd  // nil while stopped
+}
+
+// Start starts a standalone redis-server and returns its address. It is
+// stopped when the test ends.
+func Start(t testing.TB) string {
+	t.Helper()
+	return StartServer(t).Addr
+}
+
+// StartServer starts a redis-server with extra command-line arguments (for
+// example "--cluster-enabled", "yes") and returns it, ready for commands. It
+// is stopped when the test ends.
+func StartServer(t testing.TB, args ...string) *Server {
+	t.Helper()
+	bin := binary(t)
+	var lastErr error
+	for range 5 { // a free port can be taken by another process before we bind it
+		port, err := freePort(len(args) > 0 && hasCluster(args))
+		if err != nil {
+			t.Fatalf("redistest: finding a free port: %v", err)
+		}
+		s := &Server{
+			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			t:    t, bin: bin, port: port, args: args,
+			dir: t.TempDir(),
+		}
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
+	t.Fatalf("redistest: starting redis-server: %v", lastErr)
+	return nil
+}
+
+// Stop kills the server (as a crash would: SIGKILL, nothing saved) and waits
+// for the process to end. Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill() // SIGKILL ends a paused process too
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Pause stops the server process (SIGSTOP) without closing its
+// connections: it accepts nothing and answers nothing, as a hung server
+// would, until Resume.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.t.Fatalf("redistest: signal %v to a stopped server", sig)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: signal %v: %v", sig, err)
+	}
+}
+
+// Restart starts the server again on the same port (after Stop) and waits
+// until it answers. It starts empty.
+func (s *Server) Restart() {
+	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("redistest: restarting redis-server on %s: %v", s.Addr, err)
+	}
+}
+
+// Do sends one command to the server on a new connection and returns the
+// reply: a simple or bulk string, an integer as text, or an error for an
+// error reply. Arrays are not supported.
+func (s *Server) Do(args ...string) (string, error) { return Do(s.Addr, args...) }
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("already running")
+	}
+	logPath := filepath.Join(s.dir, "redis.log")
+	argv := append([]string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--dir", s.dir,
+		"--save", "",
+		"--appendonly", "no",
+		"--logfile", logPath,
+		"--daemonize", "no",
+	}, s.args...)
+	cmd := exec.Command(s.bin, argv...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if err := waitReady(s.Addr, cmd); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		log, _ := os.ReadFile(logPath)
+		return fmt.Errorf("%w; log:\n%s", err, log)
+	}
+	s.cmd = cmd
+	return nil
+}
+
+// StartCluster starts n redis-server processes with cluster mode enabled,
+// spreads the 16384 slots over them evenly (CLUSTER ADDSLOTS), joins them
+// (CLUSTER MEET) and waits until every node reports cluster_state:ok. It
+// returns the nodes; all are masters without replicas.
+func StartCluster(t testing.TB, n int) []*Server {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("redistest: StartCluster with %d nodes", n)
+	}
+	nodes := make([]*Server, n)
+	for i := range nodes {
+		nodes[i] = StartServer(t, "--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+	}
+	const slots = 16384
+	for i, node := range nodes {
+		args := []string{"CLUSTER", "ADDSLOTS"}
+		for slot := i * slots / n; slot < (i+1)*slots/n; slot++ {
+			args = append(args, strconv.Itoa(slot))
+		}
+		if _, err := node.Do(args...); err != nil {
+			t.Fatalf("redistest: CLUSTER ADDSLOTS on %s: %v", node.Addr, err)
+		}
+	}
+	for _, node := range nodes[1:] {
+		if _, err := nodes[0].Do("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(node.port)); err != nil {
+			t.Fatalf("redistest: CLUSTER MEET %s: %v", node.Addr, err)
+		}
+	}
+	deadline := time.Now().Add(readyTimeout)
+	for _, node := range nodes {
+		for {
+			info, err := node.Do("CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") &&
+				strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)+"\r\n") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: cluster not ok after %v: %q, %v", readyTimeout, info, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nodes
+}
+
+// Do sends one command to addr on a new connection and returns the reply as
+// Server.Do does.
+func Do(addr string, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(readyTimeout))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(conn, b.String()); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		size, err := strconv.Atoi(line[1:])
+		if err != nil || size < 0 {
+			return "", fmt.Errorf("nil or bad bulk reply %q", line)
+		}
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:size]), nil
+	}
+	return "", fmt.Errorf("unsupported reply %q", line)
+}
+
+// binary returns the path of redis-server, or skips (or fails) the test.
+func binary(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err == nil {
+		return bin
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("redistest: redis-server not found and %s=1: %v", RequireEnv, err)
+	}
+	t.Skipf("redistest: redis-server not found (set %s=1 to fail instead): %v", RequireEnv, err)
+	return ""
+}
+
+// freePort returns a port of 127.0.0.1 that nothing listens on; with
+// clusterBus, port+10000 (the cluster bus) is free too.
+func freePort(clusterBus bool) (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !clusterBus {
+			return port, nil
+		}
+		if port+10000 > 65535 {
+			continue
+		}
+		if bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000))); err == nil {
+			bus.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port pair for a cluster node")
+}
+
+func hasCluster(args []string) bool {
+	for i, a := range args {
+		if a == "--cluster-enabled" && i+1 < len(args) && args[i+1] == "yes" {
+			return true
+		}
+	}
+	return false
+}
+
+// waitReady polls addr with PING until it answers PONG, the process exits,
+// or readyTimeout passes.
+func waitReady(addr string, cmd *exec.Cmd) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		reply, err := Do(addr, "PING")
+		if err == nil && reply == "PONG" {
+			return nil
+		}
+		if cmd.ProcessState != nil || processGone(cmd) {
+			return fmt.Errorf("redis-server exited: %v", err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no PONG from %s after %v: %v", addr, readyTimeout, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// processGone reports whether the process has exited (a zombie counts),
+// without reaping it.
+func processGone(cmd *exec.Cmd) bool {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return false // no procfs: rely on the deadline
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	// The state is the field after the command name in parentheses.
+	if i := strings.LastIndexByte(string(data), ')'); i >= 0 && i+2 < len(data) {
+		return data[i+2] == 'Z' || data[i+2] == 'X'
+	}
+	return false
+}

@@ -1,0 +1,338 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/ratelimit"
+)
+
+// ErrorMode says what a Store decides when Redis cannot answer: it is
+// unreachable, too slow (Options.Timeout), answers with an error, or the
+// store's circuit around Redis is open. In every mode a request for zero
+// events is Allowed, and under FailOpen and FailClosed a request for more
+// than the limit's Capacity is rejected with RetryAfter RetryNever, as Redis
+// would.
+type ErrorMode uint8
+
+const (
+	// FailOpen admits every request while Redis cannot answer: the Decision
+	// is Allowed, with Remaining as for a fresh key (Capacity − n) and no
+	// RetryAfter or ResetAfter. Availability over the limit. The zero value.
+	FailOpen ErrorMode = iota
+	// FailClosed rejects every request while Redis cannot answer: the
+	// Decision is not Allowed, Remaining is 0 and RetryAfter is how long the
+	// circuit stays open (Options.OpenDuration when it is not open).
+	FailClosed
+	// Local asks Options.Fallback, a Store of this process (for example a
+	// *ratelimit.Memory), and returns its answer: each replica then limits
+	// on its own until Redis is back. Scale the fallback's limits down by
+	// the number of replicas if their sum matters.
+	Local
+)
+
+// String returns "fail_open", "fail_closed" or "local".
+func (m ErrorMode) String() string {
+	switch m {
+	case FailOpen:
+		return "fail_open"
+	case FailClosed:
+		return "fail_closed"
+	case Local:
+		return "local"
+	}
+	return "ErrorMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultPrefix           = "sluice"
+	DefaultTimeout          = 50 * time.Millisecond
+	DefaultFailureThreshold = 5
+	DefaultOpenDuration     = time.Second
+)
+
+// ErrInvalidOptions is wrapped by the errors New, Dial and DialClient return for unusable
+// Options.
+var ErrInvalidOptions = errors.New("redisstore: invalid options")
+
+// Options configures a Store. The zero value is usable (fail open, 50ms per
+// call, keys under "sluice").
+type Options struct {
+	// Prefix starts every key, as {Prefix:key}:suffix. Empty means
+	// DefaultPrefix.
+	Prefix string
+	// Timeout bounds each call to Redis, on Clock. Zero means
+	// DefaultTimeout; negative is invalid. A call that runs out counts as a
+	// failure of Redis.
+	Timeout time.Duration
+	// OnError is what the store decides when Redis cannot answer. The zero
+	// value is FailOpen.
+	OnError ErrorMode
+	// Fallback answers for Redis when OnError is Local; it is required then
+	// and unused otherwise. Any ratelimit.Store will do.
+	Fallback ratelimit.Store
+	// FailureThreshold is how many consecutive failed calls open the circuit
+	// around Redis. Calls that fail together (in flight at once, as in a
+	// stall that times them all out) count as one. Zero means
+	// DefaultFailureThreshold; negative is invalid.
+	FailureThreshold int
+	// OpenDuration is how long the circuit stays open before one call probes
+	// Redis again. Zero means DefaultOpenDuration; negative is invalid.
+	OpenDuration time.Duration
+	// Clock times the circuit and Timeout; nil means clock.Real. Decisions
+	// use Redis's clock, never this one.
+	Clock clock.Clock
+	// OnRedisError, if set, is called with each error from a call to Redis
+	// (not for the calls the open circuit keeps from Redis), after the
+	// decision is made and without any lock held. It must be safe for
+	// concurrent use.
+	OnRedisError func(error)
+}
+
+// Store is a ratelimit.Store that keeps every key's state in Redis, so that
+// all the processes using one Redis (gateway replicas) share each limit
+// exactly. Each decision is one atomic Lua script on one key, run with
+// EVALSHA (EVAL when Redis answers NOSCRIPT) and timed by Redis's clock.
+// Keys are {Prefix:key}:suffix, with the suffix naming the algorithm, so a
+// key never leaves its Cluster slot; each key expires when its quota is full
+// again, so idle keys cost no memory.
+//
+// A Store is safe for concurrent use. Concurrent decisions are sent together
+// (rueidis pipelines them automatically).
+type Store struct {
+	client   rueidis.Client
+	owned    bool // Close closes client
+	scripts  *scripts
+	clock    clock.Clock
+	prefix   string
+	timeout  time.Duration
+	mode     ErrorMode
+	fallback ratelimit.Store
+	onError  func(error)
+	circuit  circuit
+	nonce    string        // random, per Store: makes sliding-log members unique across replicas
+	seq      atomic.Uint64 // per call: makes them unique within this Store
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns a Store that uses client, which may be a standalone, Sentinel
+// or Cluster client (rueidis.NewClient picks from its ClientOption). The
+// Store does not close client. It returns an error wrapping
+// ErrInvalidOptions when client is nil or opts is unusable.
+func New(client rueidis.Client, opts Options) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("%w: Timeout is %v, want 0 or more", ErrInvalidOptions, opts.Timeout)
+	}
+	if opts.FailureThreshold < 0 {
+		return nil, fmt.Errorf("%w: FailureThreshold is %d, want 0 or more", ErrInvalidOptions, opts.FailureThreshold)
+	}
+	if opts.OpenDuration < 0 {
+		return nil, fmt.Errorf("%w: OpenDuration is %v, want 0 or more", ErrInvalidOptions, opts.OpenDuration)
+	}
+	switch opts.OnError {
+	case FailOpen, FailClosed:
+	case Local:
+		if opts.Fallback == nil {
+			return nil, fmt.Errorf("%w: OnError is Local but Fallback is nil", ErrInvalidOptions)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown OnError %v", ErrInvalidOptions, opts.OnError)
+	}
+	var seed [8]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("redisstore: reading a random nonce: %w", err)
+	}
+	s := &Store{
+		client:   client,
+		scripts:  newScripts(),
+		clock:    clock.Or(opts.Clock),
+		prefix:   opts.Prefix,
+		timeout:  opts.Timeout,
+		mode:     opts.OnError,
+		fallback: opts.Fallback,
+		onError:  opts.OnRedisError,
+		nonce:    strconv.FormatUint(binary.LittleEndian.Uint64(seed[:]), 36),
+	}
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	if s.timeout == 0 {
+		s.timeout = DefaultTimeout
+	}
+	s.circuit = circuit{clock: s.clock, threshold: DefaultFailureThreshold, openFor: int64(DefaultOpenDuration)}
+	if opts.FailureThreshold > 0 {
+		s.circuit.threshold = int32(min(opts.FailureThreshold, 1<<30))
+	}
+	if opts.OpenDuration > 0 {
+		s.circuit.openFor = int64(opts.OpenDuration)
+	}
+	return s, nil
+}
+
+// Dial connects to Redis at addrs ("host:port"; one address of a standalone
+// server, or any of a Cluster's nodes, which is detected) and returns a
+// Store that owns the connection: Close closes it. It fails if no address
+// answers. For a password, TLS or Sentinel use DialClient.
+func Dial(addrs []string, opts Options) (*Store, error) {
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: no Redis address", ErrInvalidOptions)
+	}
+	return DialClient(rueidis.ClientOption{InitAddress: addrs}, opts)
+}
+
+// DialClient makes a rueidis client from co (client-side caching is turned
+// off: the store does not use it) and returns a Store that owns it, as Dial
+// does.
+func DialClient(co rueidis.ClientOption, opts Options) (*Store, error) {
+	co.DisableCache = true
+	client, err := rueidis.NewClient(co)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: connecting to %v: %w", co.InitAddress, err)
+	}
+	s, err := New(client, opts)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// Close closes the Redis connection if Dial or DialClient made it, and does nothing
+// otherwise. AllowN must not be called after Close.
+func (s *Store) Close() {
+	if s.owned {
+		s.client.Close()
+	}
+}
+
+// CircuitOpen reports whether the store's circuit around Redis is open (or
+// half-open): whether decisions are currently made by OnError instead of
+// Redis, apart from the occasional probe.
+func (s *Store) CircuitOpen() bool { return s.circuit.isOpen() }
+
+// AllowN decides whether n events on key are allowed under l, and consumes
+// them if so, in Redis. n may be zero to read the key's state. An invalid l
+// or a negative n returns an error wrapping ratelimit.ErrInvalidLimit, and a
+// ctx that ends before Redis answers returns ctx's error; neither is a
+// failure of Redis. When Redis cannot answer the store decides as
+// Options.OnError says, with a nil error for FailOpen and FailClosed and the
+// Fallback's error for Local.
+func (s *Store) AllowN(ctx context.Context, key string, l ratelimit.Limit, n int) (ratelimit.Decision, error) {
+	if err := l.Validate(); err != nil {
+		return ratelimit.Decision{}, err
+	}
+	if n < 0 {
+		return ratelimit.Decision{}, fmt.Errorf("%w: n is %d, want 0 or more", ratelimit.ErrInvalidLimit, n)
+	}
+	sc := s.scripts.forAlgorithm(l.Algorithm)
+	ok, probe, wait := s.circuit.allow()
+	if !ok {
+		return s.degraded(ctx, key, l, n, wait)
+	}
+	start := s.clock.Nanotime()
+	d, err := s.run(ctx, sc, key, l, n)
+	if err == nil {
+		s.circuit.success(probe)
+		return d, nil
+	}
+	if ctx.Err() != nil {
+		s.circuit.abandon(probe)
+		return ratelimit.Decision{}, fmt.Errorf("redisstore: %w", ctx.Err())
+	}
+	s.circuit.failure(probe, start)
+	if s.onError != nil {
+		s.onError(err)
+	}
+	return s.degraded(ctx, key, l, n, 0)
+}
+
+// errTimeout is the cause of a call to Redis that ran out of
+// Options.Timeout.
+var errTimeout = fmt.Errorf("no answer within the timeout: %w", context.DeadlineExceeded)
+
+// run makes the decision in Redis.
+//
+// The timeout is a timer on s.clock that cancels the call, not a context
+// deadline: the network client would read a deadline as wall time, which a
+// fake clock's is not.
+func (s *Store) run(ctx context.Context, sc *script, key string, l ratelimit.Limit, n int) (ratelimit.Decision, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	timer := s.clock.AfterFunc(s.timeout, func() { cancel(errTimeout) })
+	defer func() {
+		timer.Stop()
+		cancel(nil)
+	}()
+	keys := []string{"{" + s.prefix + ":" + key + "}:" + sc.suffix}
+	args := []string{
+		strconv.Itoa(l.Limit),
+		strconv.FormatFloat(float64(l.Period)/float64(time.Microsecond), 'f', -1, 64),
+		strconv.Itoa(l.Capacity()),
+		strconv.Itoa(n),
+		"",
+	}
+	if sc == &s.scripts.slidingLog {
+		args[4] = s.nonce + "." + strconv.FormatUint(s.seq.Add(1), 36)
+	}
+	r, err := sc.lua.Exec(ctx, s.client, keys, args).AsIntSlice()
+	if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
+		err = errTimeout
+	}
+	if err != nil {
+		return ratelimit.Decision{}, fmt.Errorf("redisstore: %s script: %w", sc.suffix, err)
+	}
+	if len(r) != 4 {
+		return ratelimit.Decision{}, fmt.Errorf("redisstore: %s script: reply has %d values, want 4", sc.suffix, len(r))
+	}
+	d := ratelimit.Decision{
+		Allowed:    r[0] == 1,
+		Limit:      l.Capacity(),
+		Remaining:  int(max(0, r[1])),
+		RetryAfter: time.Duration(r[2]) * time.Microsecond,
+		ResetAfter: time.Duration(max(0, r[3])) * time.Microsecond,
+	}
+	if r[2] < 0 {
+		d.RetryAfter = ratelimit.RetryNever
+	}
+	return d, nil
+}
+
+// degraded decides without Redis, as s.mode says. wait is how long the
+// circuit stays open, if it is.
+func (s *Store) degraded(ctx context.Context, key string, l ratelimit.Limit, n int, wait int64) (ratelimit.Decision, error) {
+	if s.mode == Local {
+		d, err := s.fallback.AllowN(ctx, key, l, n)
+		if err != nil {
+			return d, fmt.Errorf("redisstore: local fallback: %w", err)
+		}
+		return d, nil
+	}
+	capacity := l.Capacity()
+	switch {
+	case n == 0:
+		return ratelimit.Decision{Allowed: true, Limit: capacity}, nil
+	case n > capacity:
+		return ratelimit.Decision{Limit: capacity, RetryAfter: ratelimit.RetryNever}, nil
+	case s.mode == FailClosed:
+		retry := time.Duration(wait)
+		if retry <= 0 {
+			retry = time.Duration(s.circuit.openFor)
+		}
+		return ratelimit.Decision{Limit: capacity, RetryAfter: retry}, nil
+	}
+	return ratelimit.Decision{Allowed: true, Limit: capacity, Remaining: capacity - n}, nil
+}
