@@ -11,6 +11,8 @@ require (
 require (
 	github.com/benbjohnson/clock v1.3.0 // indirect
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/go-kratos/aegis v0.2.0 // indirect
+	github.com/platinummonkey/go-concurrency-limits v0.8.0 // indirect
 	go.uber.org/ratelimit v0.3.1 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )

@@ -231,3 +231,7 @@ func (b *Bulkhead) settle(w *waiter, st waitState) waitState {
 
 // giveBack implements queueOwner.
 func (b *Bulkhead) giveBack(*waiter) { b.release() }
+
+// IgnoresLatency reports true: a bulkhead never reads a call's latency
+// (sluice.LatencyIgnorer), so a Guard of bulkheads does not time calls.
+func (b *Bulkhead) IgnoresLatency() bool { return true }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -18,10 +19,13 @@ const maxSharedBody = 8 << 20
 var errTooLargeToShare = errors.New("gateway: response too large to share between coalesced requests")
 
 // sharedResponse is an upstream response read whole so that every coalesced
-// request can send it.
+// request can send it. It is read-only once shared: a fasthttp header is not
+// (even its Peek writes to a scratch buffer), so the end-to-end headers are
+// kept as plain pairs.
 type sharedResponse struct {
-	header fasthttp.ResponseHeader
-	body   []byte
+	status  int
+	headers [][2][]byte
+	body    []byte
 }
 
 // coalescingKey identifies identical requests: method, host, URI and the
@@ -49,8 +53,13 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange) st
 			return nil, err
 		}
 		defer releaseResponse(resp)
-		sr := &sharedResponse{}
-		resp.Header.CopyTo(&sr.header)
+		sr := &sharedResponse{status: resp.StatusCode()}
+		conn := resp.Header.Peek("Connection")
+		resp.Header.VisitAll(func(k, v []byte) {
+			if !isHop(k, conn) {
+				sr.headers = append(sr.headers, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+			}
+		})
 		if stream := resp.BodyStream(); stream != nil {
 			body, rerr := io.ReadAll(io.LimitReader(stream, maxSharedBody+1))
 			if rerr != nil {
@@ -67,8 +76,10 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange) st
 	if shared == nil || (err != nil && (!errors.As(err, &serr) || rt.fallback != nil)) {
 		return respond(ctx, rt, nil, orUnavailable(err))
 	}
-	copyHeaders(&ctx.Response.Header, &shared.header)
-	ctx.Response.Header.SetStatusCode(shared.header.StatusCode())
+	for _, kv := range shared.headers {
+		ctx.Response.Header.AddBytesKV(kv[0], kv[1])
+	}
+	ctx.Response.Header.SetStatusCode(shared.status)
 	ctx.Response.SetBodyRaw(shared.body)
 	if serr != nil {
 		return "upstream_status"

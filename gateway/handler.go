@@ -152,6 +152,9 @@ func errorStatus(err error) (code int, reason string, retryAfter time.Duration) 
 		if rej.Reason == sluice.RateLimited {
 			return fasthttp.StatusTooManyRequests, string(rej.Reason), retryAfter
 		}
+		if retryAfter <= 0 {
+			retryAfter = time.Second // a shed request is told when to come back
+		}
 		return fasthttp.StatusServiceUnavailable, string(rej.Reason), retryAfter
 	case errors.Is(err, sluice.ErrTimeout):
 		return fasthttp.StatusGatewayTimeout, "timeout", retryAfter
@@ -164,7 +167,7 @@ func errorStatus(err error) (code int, reason string, retryAfter time.Duration) 
 // writeError answers with a small JSON body naming the reason, and a
 // Retry-After header (whole seconds, rounded up) when the hint is known.
 func writeError(ctx *fasthttp.RequestCtx, code int, reason string, retryAfter time.Duration) {
-	ctx.Response.Reset()
+	resetResponse(ctx)
 	ctx.SetStatusCode(code)
 	ctx.SetContentType("application/json")
 	b := append(make([]byte, 0, 64), `{"error":"`...)
@@ -181,7 +184,7 @@ func writeError(ctx *fasthttp.RequestCtx, code int, reason string, retryAfter ti
 }
 
 func writeFallback(ctx *fasthttp.RequestCtx, f *config.Fallback) {
-	ctx.Response.Reset()
+	resetResponse(ctx)
 	ctx.SetStatusCode(f.Status)
 	ctx.SetContentType(f.ContentType)
 	ctx.SetBodyString(f.Body)

@@ -73,7 +73,9 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 		}
 		chain = append(chain, t)
 	}
-	r.guard = sluice.New(chain...)
+	// Latency samples (adaptive limits, slow calls) are taken on the
+	// gateway's clock, like the policies' windows.
+	r.guard = sluice.New(chain...).WithClock(g.clock)
 	return r, nil
 }
 

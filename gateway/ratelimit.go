@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/netip"
@@ -56,6 +57,22 @@ func (l *rateLimit) allow(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr
 	v = strconv.AppendInt(v, int64(ceilSeconds(d.ResetAfter)), 10)
 	h.SetBytesV("RateLimit", v)
 	return d.Allowed, d.RetryAfter
+}
+
+// resetResponse clears the response for an answer of the gateway's own,
+// keeping the RateLimit and RateLimit-Policy headers the rate limit set:
+// they belong on every answer, a 429 above all.
+func resetResponse(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Response.Header
+	rl, pol := h.Peek("RateLimit"), h.Peek("RateLimit-Policy")
+	if len(rl) == 0 && len(pol) == 0 {
+		ctx.Response.Reset()
+		return
+	}
+	rl, pol = bytes.Clone(rl), bytes.Clone(pol)
+	ctx.Response.Reset()
+	h.SetBytesV("RateLimit", rl)
+	h.SetBytesV("RateLimit-Policy", pol)
 }
 
 func ceilSeconds(d time.Duration) int64 {

@@ -1,0 +1,593 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/gateway"
+)
+
+// TestRateLimit429 checks, for every algorithm, that the limit admits
+// exactly its quota, then answers 429 with Retry-After, RateLimit-Policy,
+// RateLimit and a JSON body, without calling the upstream; and that waiting
+// Retry-After (on the fake clock) admits again.
+func TestRateLimit429(t *testing.T) {
+	for _, alg := range []string{"gcra", "token_bucket", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log"} {
+		t.Run(alg, func(t *testing.T) {
+			up := startUpstream(t, "up", nil)
+			gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: rl
+    upstream: up
+    policies:
+      rate_limit: {algorithm: %s, limit: 3, period: 1m}
+`, up.URL, alg))
+			c := newClient(t)
+			for i := range 3 {
+				r := get(t, c, gw.URL+"/")
+				if r.Code != 200 {
+					t.Fatalf("request %d: status %d, want 200 (body %q)", i, r.Code, r.Body)
+				}
+				if got, want := r.Header.Get("RateLimit-Policy"), `"rl";q=3;w=60`; got != want {
+					t.Errorf("request %d: RateLimit-Policy %q, want %q", i, got, want)
+				}
+				if got, want := r.Header.Get("RateLimit"), fmt.Sprintf(`"rl";r=%d;t=`, 2-i); !strings.HasPrefix(got, want) {
+					t.Errorf("request %d: RateLimit %q, want prefix %q", i, got, want)
+				}
+			}
+			r := get(t, c, gw.URL+"/")
+			if r.Code != http.StatusTooManyRequests {
+				t.Fatalf("4th request: status %d, want 429", r.Code)
+			}
+			if n := up.calls.Load(); n != 3 {
+				t.Errorf("upstream got %d calls, want 3: a rejected request reached it", n)
+			}
+			ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+			if err != nil || ra < 1 || ra > 120 {
+				t.Fatalf("Retry-After %q, want whole seconds in [1, 120]", r.Header.Get("Retry-After"))
+			}
+			e := r.errorBody(t)
+			if e.Error != "rate_limited" || e.RetryAfter != ra {
+				t.Errorf("body %q, want rate_limited with retry_after %d", r.Body, ra)
+			}
+			if got := r.Header.Get("RateLimit-Policy"); got != `"rl";q=3;w=60` {
+				t.Errorf("429: RateLimit-Policy %q", got)
+			}
+			if got := r.Header.Get("RateLimit"); !regexp.MustCompile(`^"rl";r=0;t=[1-9][0-9]*$`).MatchString(got) {
+				t.Errorf("429: RateLimit %q, want r=0 and t>0", got)
+			}
+			gw.Clock.Advance(time.Duration(ra) * time.Second)
+			if r := get(t, c, gw.URL+"/"); r.Code != 200 {
+				t.Errorf("after waiting Retry-After (%ds): status %d, want 200", ra, r.Code)
+			}
+		})
+	}
+}
+
+// TestRateLimitKeys checks key: header:NAME and key: route.
+func TestRateLimitKeys(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: by-key
+    match: {path_prefix: /key}
+    upstream: up
+    policies:
+      rate_limit: {limit: 1, period: 1h, key: "header:X-API-Key"}
+  - name: whole
+    match: {path_prefix: /route}
+    upstream: up
+    policies:
+      rate_limit: {limit: 2, period: 1h, key: route}
+`, up.URL))
+	c := newClient(t)
+	steps := []struct {
+		path, key string
+		code      int
+	}{
+		{"/key", "a", 200}, {"/key", "a", 429}, {"/key", "b", 200}, {"/key", "", 200}, {"/key", "", 429},
+		{"/route", "a", 200}, {"/route", "b", 200}, {"/route", "c", 429},
+	}
+	for i, s := range steps {
+		h := http.Header{}
+		if s.key != "" {
+			h.Set("X-API-Key", s.key)
+		}
+		if r := do(t, c, "GET", gw.URL+s.path, h, nil); r.Code != s.code {
+			t.Errorf("step %d (%s key %q): status %d, want %d", i, s.path, s.key, r.Code, s.code)
+		}
+	}
+}
+
+// TestBreakerOpensAndRecovers fails an upstream until the route's breaker
+// opens: then requests get 503 circuit_open with Retry-After and the upstream
+// is not called; once open_for has passed on the fake clock, a probe to the
+// recovered upstream closes it.
+func TestBreakerOpensAndRecovers(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "boom", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, "fine")
+	})
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: cb
+    upstream: up
+    policies:
+      circuit_breaker: {consecutive_failures: 3, open_for: 10s, half_open_calls: 1}
+`, up.URL))
+	c := newClient(t)
+	for i := range 3 {
+		r := get(t, c, gw.URL+"/")
+		if r.Code != 500 || !strings.Contains(r.Body, "boom") {
+			t.Fatalf("failure %d: %d %q, want the upstream's 500", i, r.Code, r.Body)
+		}
+	}
+	if s := gw.routeStatus(t, "cb").Breaker; s != "open" {
+		t.Fatalf("breaker %q after 3 failures, want open", s)
+	}
+	for i := range 5 {
+		r := get(t, c, gw.URL+"/")
+		if r.Code != 503 {
+			t.Fatalf("open breaker, request %d: status %d, want 503", i, r.Code)
+		}
+		if e := r.errorBody(t); e.Error != "circuit_open" {
+			t.Fatalf("open breaker: body %q", r.Body)
+		}
+		if ra := r.Header.Get("Retry-After"); ra != "10" {
+			t.Errorf("open breaker: Retry-After %q, want 10", ra)
+		}
+	}
+	if n := up.calls.Load(); n != 3 {
+		t.Fatalf("upstream got %d calls, want 3: the open breaker let requests through", n)
+	}
+	failing.Store(false)
+	gw.Clock.Advance(9 * time.Second)
+	if r := get(t, c, gw.URL+"/"); r.Code != 503 {
+		t.Fatalf("1s before open_for ends: status %d, want 503", r.Code)
+	}
+	gw.Clock.Advance(time.Second)
+	for i := range 3 {
+		if r := get(t, c, gw.URL+"/"); r.Code != 200 || r.Body != "fine" {
+			t.Fatalf("after open_for, request %d: %d %q, want 200", i, r.Code, r.Body)
+		}
+	}
+	if s := gw.routeStatus(t, "cb").Breaker; s != "closed" {
+		t.Fatalf("breaker %q after a good probe, want closed", s)
+	}
+	if m := gw.metricsText(t); !strings.Contains(m, `sluice_breaker_transitions_total{breaker="cb",to="open"} 1`) {
+		t.Errorf("metrics lack the breaker's transition to open:\n%s", grepLines(m, "sluice_breaker"))
+	}
+}
+
+// TestPassiveHealth checks the per-target breaker: a target that keeps
+// failing is taken out, and the other target of the pool serves.
+func TestPassiveHealth(t *testing.T) {
+	bad := startUpstream(t, "bad", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad", http.StatusBadGateway)
+	})
+	good := startUpstream(t, "good", nil)
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s", "%s"]}
+routes:
+  - {name: all, upstream: up}
+`, bad.URL, good.URL))
+	c := newClient(t)
+	for range 20 {
+		get(t, c, gw.URL+"/")
+	}
+	if n := bad.calls.Load(); n != 5 {
+		t.Errorf("the failing target got %d calls, want 5 (then its breaker opens)", n)
+	}
+	for i := range 10 {
+		if r := get(t, c, gw.URL+"/"); r.Code != 200 {
+			t.Fatalf("request %d: %d, want 200 from the healthy target", i, r.Code)
+		}
+	}
+	var st gateway.TargetStatus
+	for _, u := range gw.Status().Upstreams {
+		for _, ts := range u.Targets {
+			if ts.URL == bad.URL {
+				st = ts
+			}
+		}
+	}
+	if st.Breaker != "open" {
+		t.Errorf("failing target's breaker %q in /status, want open", st.Breaker)
+	}
+}
+
+// TestAdaptiveLimitFallsWhenUpstreamSlows makes every call take 6s on the
+// fake clock (the upstream advances it while it answers): the AIMD limit
+// falls to its minimum, and requests beyond it get 503 overloaded at once.
+func TestAdaptiveLimitFallsWhenUpstreamSlows(t *testing.T) {
+	fc := clock.NewFake(time.Time{})
+	var slow atomic.Bool
+	g := newGate(4)
+	var held atomic.Bool
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if held.Load() {
+			g.wait(r)
+		}
+		if slow.Load() {
+			fc.Advance(6 * time.Second)
+		} else {
+			fc.Advance(time.Millisecond)
+		}
+		fmt.Fprint(w, "ok")
+	})
+	gw := startGatewayClock(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: ai
+    upstream: up
+    policies:
+      concurrency: {adaptive: {algorithm: aimd, min: 2, initial: 4, max: 8}}
+`, up.URL), fc)
+	c := newClient(t)
+	for range 10 {
+		if r := get(t, c, gw.URL+"/"); r.Code != 200 {
+			t.Fatalf("fast: status %d", r.Code)
+		}
+	}
+	if l := gw.routeStatus(t, "ai").ConcurrencyLimit; l != 4 {
+		t.Fatalf("limit %d after fast calls, want it to stay at 4", l)
+	}
+	slow.Store(true)
+	for range 10 {
+		if r := get(t, c, gw.URL+"/"); r.Code != 200 {
+			t.Fatalf("slow: status %d", r.Code)
+		}
+	}
+	if l := gw.routeStatus(t, "ai").ConcurrencyLimit; l != 2 {
+		t.Fatalf("limit %d after slow calls, want the minimum 2", l)
+	}
+	if m := gw.metricsText(t); !strings.Contains(m, `sluice_concurrency_limit{route="ai"} 2`) {
+		t.Errorf("metrics do not show the fallen limit:\n%s", grepLines(m, "sluice_concurrency_limit"))
+	}
+	// Two requests in flight fill the limit; a third is shed.
+	slow.Store(false)
+	held.Store(true)
+	var wg sync.WaitGroup
+	codes := make(chan int, 2)
+	for range 2 {
+		wg.Go(func() {
+			r, err := tryDo(c, "GET", gw.URL+"/", nil, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			codes <- r.Code
+		})
+	}
+	g.awaitArrivals(t, 2)
+	r := get(t, c, gw.URL+"/")
+	g.open()
+	wg.Wait()
+	if r.Code != 503 || r.errorBody(t).Error != "overloaded" {
+		t.Errorf("beyond the limit: %d %q, want 503 overloaded", r.Code, r.Body)
+	}
+	if r.Header.Get("Retry-After") == "" {
+		t.Errorf("overloaded 503 without Retry-After")
+	}
+	close(codes)
+	for code := range codes {
+		if code != 200 {
+			t.Errorf("request within the limit: %d", code)
+		}
+	}
+}
+
+// TestBulkheadOverload checks a static concurrency limit: with max 2 and no
+// queue, a third concurrent request gets 503 overloaded with Retry-After.
+func TestBulkheadOverload(t *testing.T) {
+	g := newGate(2)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) { g.wait(r) })
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: bh
+    upstream: up
+    policies:
+      concurrency: {max: 2}
+`, up.URL))
+	c := newClient(t)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if r, err := tryDo(c, "GET", gw.URL+"/", nil, nil); err != nil || r.Code != 200 {
+				t.Errorf("request within the limit: %v %d", err, r.Code)
+			}
+		})
+	}
+	g.awaitArrivals(t, 2)
+	if s := gw.routeStatus(t, "bh"); s.ConcurrencyInFlight != 2 || s.ConcurrencyLimit != 2 {
+		t.Errorf("status: in flight %d of %d, want 2 of 2", s.ConcurrencyInFlight, s.ConcurrencyLimit)
+	}
+	r := get(t, c, gw.URL+"/")
+	g.open()
+	wg.Wait()
+	if r.Code != 503 || r.errorBody(t).Error != "overloaded" {
+		t.Fatalf("third request: %d %q, want 503 overloaded", r.Code, r.Body)
+	}
+	if r.Header.Get("Retry-After") == "" {
+		t.Errorf("overloaded 503 without Retry-After")
+	}
+	if n := up.calls.Load(); n != 2 {
+		t.Errorf("upstream got %d calls, want 2", n)
+	}
+}
+
+// TestCoalescing sends identical GETs at once: they share one upstream call.
+// Requests that differ (path, Authorization, method) do not.
+func TestCoalescing(t *testing.T) {
+	const n = 16
+	g := newGate(n)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/same" {
+			g.wait(r)
+		}
+		w.Header().Set("X-Answer", "42")
+		fmt.Fprintf(w, "answer for %s %s", r.Method, r.URL.Path)
+	})
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: co
+    upstream: up
+    policies: {coalesce: true}
+`, up.URL))
+	c := newClient(t)
+	results := make(chan result, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			r, err := tryDo(c, "GET", gw.URL+"/same", nil, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			results <- r
+		})
+	}
+	g.awaitArrivals(t, 1)
+	eventually(t, "every request to join the call under way", func() bool {
+		return gateway.CoalesceShared(gw.Gateway, "co") == n-1
+	})
+	g.open()
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.Code != 200 || r.Body != "answer for GET /same" || r.Header.Get("X-Answer") != "42" ||
+			r.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("coalesced response: %d %q %v", r.Code, r.Body, r.Header)
+		}
+	}
+	if got := up.calls.Load(); got != 1 {
+		t.Fatalf("%d identical concurrent requests made %d upstream calls, want 1", n, got)
+	}
+	// Requests that are not identical are never merged (these run one after
+	// the other, so they could not be anyway; they check the answers).
+	for _, tt := range []struct {
+		method, path string
+		header       http.Header
+	}{
+		{"GET", "/a", nil}, {"GET", "/b", nil}, {"POST", "/a", nil}, {"GET", "/a", http.Header{"Authorization": {"Bearer x"}}},
+	} {
+		r := do(t, c, tt.method, gw.URL+tt.path, tt.header, nil)
+		if want := "answer for " + tt.method + " " + tt.path; r.Code != 200 || r.Body != want {
+			t.Errorf("%s %s: %d %q, want %q", tt.method, tt.path, r.Code, r.Body, want)
+		}
+	}
+}
+
+// pumpClock advances fc by step whenever something waits on it (retry
+// backoffs), until the test ends.
+func pumpClock(t *testing.T, fc *clock.Fake, step time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for fc.BlockUntil(ctx, 1) == nil {
+			fc.Advance(step)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestRetriesStayInsideBudget sends requests to an upstream that fails
+// every other call: each request would like a retry, and the retries made
+// stay within budget·requests plus the budget's floor of 10 retries a
+// second over its 10 s window.
+func TestRetriesStayInsideBudget(t *testing.T) {
+	var calls atomic.Int64
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	fc := clock.NewFake(time.Time{})
+	gw := startGatewayClock(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: rt
+    upstream: up
+    policies:
+      retry: {attempts: 3, on: [503], budget: 0.2, backoff: {initial: 1ns, max: 1ns, jitter: none}}
+`, up.URL), fc)
+	pumpClock(t, fc, time.Nanosecond)
+	c := newClient(t)
+	const requests = 600
+	ok := 0
+	for range requests {
+		r := get(t, c, gw.URL+"/")
+		switch r.Code {
+		case 200:
+			ok++
+		case 503:
+		default:
+			t.Fatalf("status %d %q", r.Code, r.Body)
+		}
+	}
+	retries := int(up.calls.Load()) - requests
+	budget := int(0.2*requests) + 10*10
+	t.Logf("%d requests, %d retries (budget %d), %d answered 200", requests, retries, budget, ok)
+	if retries > budget {
+		t.Errorf("%d retries for %d requests: over the budget of %d", retries, requests, budget)
+	}
+	if retries < budget-1 {
+		t.Errorf("%d retries for %d requests: the budget allowed %d and every request wanted one", retries, requests, budget)
+	}
+	m := gw.metricsText(t)
+	if want := fmt.Sprintf(`sluice_retries_total{route="rt"} %d`, retries); !strings.Contains(m, want) {
+		t.Errorf("metrics lack %q:\n%s", want, grepLines(m, "sluice_retries"))
+	}
+}
+
+// TestRetryOnlyIdempotent checks that a POST is not retried while a GET is.
+// The upstream fails the first attempt of every request.
+func TestRetryOnlyIdempotent(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		first := !seen[r.Header.Get("X-Id")]
+		seen[r.Header.Get("X-Id")] = true
+		mu.Unlock()
+		if first {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	fc := clock.NewFake(time.Time{})
+	gw := startGatewayClock(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: rt
+    upstream: up
+    policies:
+      retry: {attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}
+`, up.URL), fc)
+	pumpClock(t, fc, time.Nanosecond)
+	c := newClient(t)
+	if r := do(t, c, "POST", gw.URL+"/", http.Header{"X-Id": {"p"}}, strings.NewReader("x")); r.Code != 503 {
+		t.Errorf("POST: %d, want the upstream's 503 (not retried)", r.Code)
+	}
+	if r := do(t, c, "GET", gw.URL+"/", http.Header{"X-Id": {"g"}}, nil); r.Code != 200 {
+		t.Errorf("GET: %d, want 200 after a retry", r.Code)
+	}
+	if n := up.calls.Load(); n != 3 {
+		t.Errorf("upstream calls %d, want 3", n)
+	}
+}
+
+// TestUpstreamErrors checks the error statuses: 504 when the attempt times
+// out, 502 when no target can be reached; each with a JSON body naming the
+// reason.
+func TestUpstreamErrors(t *testing.T) {
+	t.Run("timeout", func(t *testing.T) {
+		g := newGate(1)
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) { g.wait(r) })
+		gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: to
+    upstream: up
+    policies: {timeout: 1s}
+`, up.URL))
+		c := newClient(t)
+		res := make(chan result, 1)
+		go func() {
+			r, err := tryDo(c, "GET", gw.URL+"/", nil, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			res <- r
+		}()
+		g.awaitArrivals(t, 1)
+		gw.Clock.Advance(time.Second)
+		r := <-res
+		g.open()
+		if r.Code != 504 || r.errorBody(t).Error != "timeout" {
+			t.Fatalf("%d %q, want 504 timeout", r.Code, r.Body)
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: down, upstream: up}
+`, closedAddr(t)))
+		r := get(t, newClient(t), gw.URL+"/")
+		if r.Code != 502 || r.errorBody(t).Error != "upstream_unavailable" {
+			t.Fatalf("%d %q, want 502 upstream_unavailable", r.Code, r.Body)
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type %q", ct)
+		}
+	})
+	t.Run("fallback", func(t *testing.T) {
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "boom", http.StatusInternalServerError)
+		})
+		gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: fb
+    upstream: up
+    policies:
+      circuit_breaker: {consecutive_failures: 2, open_for: 1m}
+      fallback: {status: 200, content_type: text/plain, body: "cached answer"}
+`, up.URL))
+		c := newClient(t)
+		for i := range 4 {
+			r := get(t, c, gw.URL+"/")
+			if r.Code != 200 || r.Body != "cached answer" || r.Header.Get("Content-Type") != "text/plain" {
+				t.Errorf("request %d: %d %q, want the fallback", i, r.Code, r.Body)
+			}
+		}
+		if n := up.calls.Load(); n != 2 {
+			t.Errorf("upstream calls %d, want 2 (then the breaker opens)", n)
+		}
+	})
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

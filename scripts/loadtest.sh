@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Measures sluice's gateway against nginx and a plain httputil.ReverseProxy in
+# one run: same upstream (nginx answering a small body), same load (wrk,
+# one thread, 64 connections), loopback only. Each proxy is measured ROUNDS
+# times, interleaved, and the median is reported with its ratio to nginx.
+#
+#   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 by default
+#
+# Needs wrk and nginx (installed from Debian's packages when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-64}
+for bin in wrk nginx; do
+	if ! command -v $bin >/dev/null; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx >/dev/null
+	fi
+done
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port)
+
+cat >"$work/nginx.conf" <<NGINX
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  upstream up { server 127.0.0.1:$UP; keepalive 256; }
+  server { listen 127.0.0.1:$UP; location / { return 200 "hello from the upstream\n"; } }
+  server { listen 127.0.0.1:$NGX; location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+NGINX
+nginx -c "$work/nginx.conf"
+
+cat >"$work/sluice.yaml" <<YAML
+listen: 127.0.0.1:$SL
+admin: {listen: 127.0.0.1:$ADM}
+log: {level: error}
+upstreams:
+  up: {targets: ["http://127.0.0.1:$UP"]}
+routes:
+  - name: all
+    upstream: up
+    policies:
+      rate_limit: {algorithm: gcra, limit: 100000000, period: 1s, key: ip}
+      circuit_breaker: {failure_rate: 0.5, window: {kind: count, size: 100}}
+      concurrency: {adaptive: {algorithm: default, min: 16, max: 1024, initial: 256}}
+YAML
+go build -o "$work/sluice" ./cmd/sluice
+(cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy)
+"$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
+"$work/reverseproxy" "127.0.0.1:$RP" "http://127.0.0.1:$UP" 2>"$work/rp.log" & pids+=($!)
+for port in $NGX $RP $SL; do
+	for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+done
+
+declare -A rps p99s
+for round in $(seq "$ROUNDS"); do
+	for name in nginx sluice reverseproxy; do
+		case $name in nginx) port=$NGX ;; sluice) port=$SL ;; reverseproxy) port=$RP ;; esac
+		out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$port/")
+		r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+		p=$(echo "$out" | awk '$1=="99%" {print $2}')
+		rps[$name]="${rps[$name]:-} $r"
+		p99s[$name]="${p99s[$name]:-} $p"
+		echo "round $round  $name: $r req/s, p99 $p" >&2
+	done
+done
+
+python3 - "${rps[nginx]}" "${p99s[nginx]}" "${rps[sluice]}" "${p99s[sluice]}" "${rps[reverseproxy]}" "${p99s[reverseproxy]}" <<'PY'
+import statistics, sys
+def ms(v):
+    for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+        if v.endswith(unit):
+            return float(v[:-len(unit)]) * f
+    return float(v)
+args = sys.argv[1:]
+rows = {}
+for i, name in enumerate(["nginx", "sluice", "httputil.ReverseProxy"]):
+    rps = statistics.median(float(x) for x in args[2*i].split())
+    p99 = statistics.median(ms(x) for x in args[2*i+1].split())
+    rows[name] = (rps, p99)
+base = rows["nginx"]
+print(f"{'proxy':24} {'req/s':>10} {'p99 ms':>8} {'req/s vs nginx':>15} {'p99 vs nginx':>13}")
+for name, (rps, p99) in rows.items():
+    print(f"{name:24} {rps:10.0f} {p99:8.2f} {rps/base[0]:15.2f} {p99/base[1]:13.2f}")
+PY
