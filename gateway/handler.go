@@ -111,11 +111,37 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 		x.body = buf
 	default:
 		if maxBody > 0 {
-			stream = io.LimitReader(stream, int64(maxBody))
+			// A body of unknown length that runs past the limit fails the
+			// attempt (413) instead of reaching the upstream cut short.
+			stream = &limitedBody{r: stream, left: int64(maxBody)}
 		}
 		x.stream = stream
 	}
 	return ""
+}
+
+// errBodyTooLarge is the error of a streamed request body that is longer
+// than server.max_body_bytes.
+var errBodyTooLarge = errors.New("gateway: request body over max_body_bytes")
+
+// limitedBody reads at most left bytes of r, and fails with errBodyTooLarge
+// if r has more.
+type limitedBody struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	if int64(n) > l.left {
+		l.left = -1
+		return 0, errBodyTooLarge
+	}
+	l.left -= int64(n)
+	return n, err
 }
 
 // idempotent reports whether a request with this method may be sent twice
@@ -156,6 +182,8 @@ func errorStatus(err error) (code int, reason string, retryAfter time.Duration) 
 			retryAfter = time.Second // a shed request is told when to come back
 		}
 		return fasthttp.StatusServiceUnavailable, string(rej.Reason), retryAfter
+	case errors.Is(err, errBodyTooLarge):
+		return fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0
 	case errors.Is(err, sluice.ErrTimeout):
 		return fasthttp.StatusGatewayTimeout, "timeout", retryAfter
 	case errors.As(err, &serr):

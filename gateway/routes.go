@@ -34,7 +34,11 @@ func newMatcher(m config.Match) matcher {
 }
 
 func (m *matcher) matches(req *fasthttp.Request) bool {
-	if !bytes.HasPrefix(req.URI().PathOriginal(), m.prefix) {
+	// The path as the upstream will understand it (percent-decoded, dot
+	// segments resolved, slashes merged): matching the raw path would let
+	// "/%65xpensive" or "/x/../expensive" slip past the /expensive route's
+	// policies to an upstream that reads them as /expensive.
+	if !bytes.HasPrefix(req.URI().Path(), m.prefix) {
 		return false
 	}
 	if m.methods != nil {

@@ -332,3 +332,37 @@ routes:
 		t.Errorf("end-to-end response header X-End lost: %v", resp.Header)
 	}
 }
+
+// TestPathVariantsCannotBypassRoutes sends spellings of /expensive that an
+// upstream reads as /expensive (percent-encoding, dot segments, doubled
+// slashes): each is matched by the /expensive route and counted by its
+// rate limit, instead of slipping through the catch-all route.
+func TestPathVariantsCannotBypassRoutes(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: limited
+    match: {path_prefix: /expensive}
+    upstream: up
+    policies:
+      rate_limit: {limit: 1, period: 1h, key: route}
+  - {name: free, upstream: up}
+`, up.URL))
+	if resp, _ := rawRequest(t, gw.Addr, "GET /expensive HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); resp.StatusCode != 200 {
+		t.Fatalf("first request: %d", resp.StatusCode)
+	}
+	for _, p := range []string{
+		"/expensive", "/%65xpensive", "/%65%78pensive/x", "/free/../expensive", "/free/%2e%2e/expensive",
+		"/./expensive", "//expensive", "/free/..%2fexpensive",
+	} {
+		resp, body := rawRequest(t, gw.Addr, "GET "+p+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if resp.StatusCode != 429 {
+			t.Errorf("GET %s: %d %q, want 429 from the /expensive route's limit", p, resp.StatusCode, body)
+		}
+	}
+	if r := get(t, newClient(t), gw.URL+"/cheap"); r.Code != 200 {
+		t.Errorf("other path: %d", r.Code)
+	}
+}

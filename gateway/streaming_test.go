@@ -352,3 +352,75 @@ routes:
 		t.Errorf("heap grew by %d MiB while 256 MiB streamed to a slow client", g>>20)
 	}
 }
+
+// TestMaxBodyBytes checks server.max_body_bytes: a body over the limit is
+// refused with 413, whether its length is declared or not, and never
+// reaches the upstream cut short as if it were whole.
+func TestMaxBodyBytes(t *testing.T) {
+	var mu sync.Mutex
+	var seen []int64
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			// The body broke off: the upstream knows it is not whole.
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, n) // bodies read whole
+		mu.Unlock()
+		fmt.Fprint(w, n)
+	})
+	gw := startGateway(t, parseConfig(t, `
+server: {max_body_bytes: 4096}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, up.URL))
+	c := newClient(t)
+	for _, tt := range []struct {
+		name    string
+		size    int64
+		chunked bool
+		code    int
+	}{
+		{"declared, within", 4096, false, 200},
+		{"chunked, within", 4096, true, 200},
+		{"declared, over", 4097, false, 413},
+		{"chunked, over", 64 << 10, true, 413},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			req, _ := http.NewRequest("POST", gw.URL+"/", io.LimitReader(newPattern(1, tt.size), tt.size))
+			req.ContentLength = tt.size
+			if tt.chunked {
+				req.ContentLength = -1
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if resp.StatusCode != tt.code {
+				t.Errorf("status %d %q, want %d; the upstream read bodies of %v bytes", resp.StatusCode, b, tt.code, seen)
+			}
+			if tt.code == 413 && !strings.Contains(string(b), "body_too_large") {
+				t.Errorf("413 body %q", b)
+			}
+			if tt.code == 200 && string(b) != fmt.Sprint(tt.size) {
+				t.Errorf("the upstream read %q bytes, want %d", b, tt.size)
+			}
+			for _, n := range seen {
+				if tt.code != 200 {
+					t.Errorf("the upstream read %d of the %d bytes of a refused body as a whole body", n, tt.size)
+				}
+			}
+		})
+	}
+}

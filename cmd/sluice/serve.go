@@ -91,13 +91,8 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 		}
 		go func() { _ = adminSrv.Serve(aln) }()
 	}
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(ln) }()
-	log.Info("sluice serving", "listen", ln.Addr().String(), "admin", cfg.Admin.Listen, "routes", len(cfg.Routes))
-	if ready != nil {
-		ready(ln.Addr(), adminAddr, g)
-	}
-
+	// Signals and file changes are watched before the gateway says it
+	// serves, so that a SIGHUP or an edit right after that is not lost.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -110,6 +105,16 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 			defer stop()
 			changes = c
 		}
+	}
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ln) }()
+	admin := cfg.Admin.Listen // "off"
+	if adminAddr != nil {
+		admin = adminAddr.String() // the bound address, when the port was 0
+	}
+	log.Info("sluice serving", "listen", ln.Addr().String(), "admin", admin, "routes", len(cfg.Routes))
+	if ready != nil {
+		ready(ln.Addr(), adminAddr, g)
 	}
 	for {
 		select {
