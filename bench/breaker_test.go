@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/failsafe-go/failsafe-go/bulkhead"
@@ -94,3 +95,5 @@ func parallel(b *testing.B, op func()) {
 		}
 	})
 }
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
