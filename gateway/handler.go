@@ -45,7 +45,9 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	defer rt.inflight.Add(-1)
 	client := clientIP(ctx, st.trusted)
 	if rt.limit != nil {
-		if ok, retryAfter := rt.limit.allow(ctx, rt, client); !ok {
+		ok, retryAfter := rt.limit.allow(ctx, rt, client)
+		g.metrics.RateLimit(rt.name, ok)
+		if !ok {
 			writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
 			g.finish(ctx, rt, start, string(sluice.RateLimited))
 			return
@@ -110,38 +112,11 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 		}
 		x.body = buf
 	default:
-		if maxBody > 0 {
-			// A body of unknown length that runs past the limit fails the
-			// attempt (413) instead of reaching the upstream cut short.
-			stream = &limitedBody{r: stream, left: int64(maxBody)}
+		if stream != nil {
+			x.stream = newClientBody(stream, maxBody)
 		}
-		x.stream = stream
 	}
 	return ""
-}
-
-// errBodyTooLarge is the error of a streamed request body that is longer
-// than server.max_body_bytes.
-var errBodyTooLarge = errors.New("gateway: request body over max_body_bytes")
-
-// limitedBody reads at most left bytes of r, and fails with errBodyTooLarge
-// if r has more.
-type limitedBody struct {
-	r    io.Reader
-	left int64
-}
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1]
-	}
-	n, err := l.r.Read(p)
-	if int64(n) > l.left {
-		l.left = -1
-		return 0, errBodyTooLarge
-	}
-	l.left -= int64(n)
-	return n, err
 }
 
 // idempotent reports whether a request with this method may be sent twice
@@ -184,6 +159,8 @@ func errorStatus(err error) (code int, reason string, retryAfter time.Duration) 
 		return fasthttp.StatusServiceUnavailable, string(rej.Reason), retryAfter
 	case errors.Is(err, errBodyTooLarge):
 		return fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0
+	case errors.Is(err, errClientBody):
+		return fasthttp.StatusBadRequest, "body_unreadable", 0
 	case errors.Is(err, sluice.ErrTimeout):
 		return fasthttp.StatusGatewayTimeout, "timeout", retryAfter
 	case errors.As(err, &serr):

@@ -6,6 +6,7 @@ package telemetry
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,10 +19,26 @@ type Metrics struct {
 	breakerState   *prometheus.GaugeVec
 	breakerChanges *prometheus.CounterVec
 	concLimit      *prometheus.GaugeVec
-	inflight       *prometheus.GaugeVec
 	rateLimit      *prometheus.CounterVec
 	reloads        *prometheus.CounterVec
 	retries        *prometheus.CounterVec
+
+	// Children of the request metrics, looked up once per label set: a
+	// label lookup hashes every label on each call, which the hot path of
+	// a gateway should not pay.
+	requestCounters sync.Map // requestKey → prometheus.Counter
+	durations       sync.Map // route → prometheus.Observer
+	decisions       sync.Map // decisionKey → prometheus.Counter
+}
+
+type decisionKey struct {
+	route   string
+	allowed bool
+}
+
+type requestKey struct {
+	route, outcome string
+	code           int
 }
 
 // New creates sluice's collectors and registers them on reg. It returns an
@@ -49,10 +66,6 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "sluice_concurrency_limit",
 			Help: "Current concurrency limit, by route.",
 		}, []string{"route"}),
-		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "sluice_inflight_requests",
-			Help: "Requests in flight, by route.",
-		}, []string{"route"}),
 		rateLimit: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_ratelimit_decisions_total",
 			Help: "Rate-limit decisions, by route and decision (allowed, rejected).",
@@ -66,7 +79,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Retry attempts made, by route.",
 		}, []string{"route"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.breakerState, m.breakerChanges, m.concLimit, m.inflight, m.rateLimit, m.reloads, m.retries} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.breakerState, m.breakerChanges, m.concLimit, m.rateLimit, m.reloads, m.retries} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -83,8 +96,17 @@ func (m *Metrics) Request(route string, code int, outcome string, d time.Duratio
 	if outcome == "" {
 		outcome = "ok"
 	}
-	m.requests.WithLabelValues(route, strconv.Itoa(code), outcome).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	k := requestKey{route: route, outcome: outcome, code: code}
+	c, ok := m.requestCounters.Load(k)
+	if !ok {
+		c, _ = m.requestCounters.LoadOrStore(k, m.requests.WithLabelValues(route, strconv.Itoa(code), outcome))
+	}
+	c.(prometheus.Counter).Inc()
+	h, ok := m.durations.Load(route)
+	if !ok {
+		h, _ = m.durations.LoadOrStore(route, m.duration.WithLabelValues(route))
+	}
+	h.(prometheus.Observer).Observe(d.Seconds())
 }
 
 // BreakerState records a breaker's state (see the metric's help for the
@@ -107,24 +129,21 @@ func (m *Metrics) ConcurrencyLimit(route string, limit int) {
 	m.concLimit.WithLabelValues(route).Set(float64(limit))
 }
 
-// InFlight records a route's requests in flight.
-func (m *Metrics) InFlight(route string, n int64) {
-	if m == nil {
-		return
-	}
-	m.inflight.WithLabelValues(route).Set(float64(n))
-}
-
 // RateLimit records one rate-limit decision.
 func (m *Metrics) RateLimit(route string, allowed bool) {
 	if m == nil {
 		return
 	}
-	d := "rejected"
-	if allowed {
-		d = "allowed"
+	k := decisionKey{route, allowed}
+	c, ok := m.decisions.Load(k)
+	if !ok {
+		d := "rejected"
+		if allowed {
+			d = "allowed"
+		}
+		c, _ = m.decisions.LoadOrStore(k, m.rateLimit.WithLabelValues(route, d))
 	}
-	m.rateLimit.WithLabelValues(route, d).Inc()
+	c.(prometheus.Counter).Inc()
 }
 
 // Reload records a configuration reload.
