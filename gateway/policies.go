@@ -75,7 +75,7 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	}
 	// Latency samples (adaptive limits, slow calls) are taken on the
 	// gateway's clock, like the policies' windows.
-	r.guard = sluice.New(chain...).WithClock(g.clock)
+	r.guard = sluice.New(chain...).WithClock(g.clock).WithClassifier(classify)
 	return r, nil
 }
 
@@ -237,6 +237,7 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 	if err != nil {
 		return nil, fmt.Errorf("circuit_breaker: %w", err)
 	}
+	g.metrics.BreakerState(name, int(breaker.Closed), breaker.Closed.String(), false)
 	return b, nil
 }
 

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -590,4 +591,108 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestActiveHealthChecks checks that a target failing its health check gets
+// no traffic, and gets it back once a later check (on the fake clock's
+// interval) passes.
+func TestActiveHealthChecks(t *testing.T) {
+	var sick atomic.Bool
+	sick.Store(true)
+	a := startUpstream(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" && sick.Load() {
+			http.Error(w, "sick", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "a")
+	})
+	b := startUpstream(t, "b", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "b") })
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s", "%s"], health: {path: /healthz, interval: 10s, timeout: 5s}}
+routes:
+  - {name: all, upstream: up}
+`, a.URL, b.URL))
+	healthy := func(url string) bool {
+		for _, ts := range gw.Status().Upstreams[0].Targets {
+			if ts.URL == url {
+				return ts.Healthy
+			}
+		}
+		return false
+	}
+	eventually(t, "the first check to mark a unhealthy", func() bool { return !healthy(a.URL) })
+	c := newClient(t)
+	for i := range 10 {
+		if r := get(t, c, gw.URL+"/"); r.Body != "b" {
+			t.Fatalf("request %d went to %q while a is unhealthy", i, r.Body)
+		}
+	}
+	sick.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := gw.Clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal("the health checks are not waiting for their next interval")
+	}
+	gw.Clock.Advance(10 * time.Second)
+	eventually(t, "the next check to mark a healthy", func() bool { return healthy(a.URL) })
+	seen := map[string]int{}
+	for range 10 {
+		seen[get(t, c, gw.URL+"/").Body]++
+	}
+	if seen["a"] == 0 || seen["b"] == 0 {
+		t.Errorf("after a recovered: %v, want both targets used", seen)
+	}
+}
+
+// TestRetryReplaysBody checks that a retried PUT sends its body again, and
+// that HEAD and query strings pass through.
+func TestRetryReplaysBody(t *testing.T) {
+	var mu sync.Mutex
+	bodies := map[string]int{}
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies[string(b)]++
+		first := bodies[string(b)] == 1
+		mu.Unlock()
+		if r.Method == "PUT" && first {
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Length", "11")
+		if r.Method != "HEAD" {
+			fmt.Fprintf(w, "%-11s", r.URL.RawQuery)
+		}
+	})
+	fc := clock.NewFake(time.Time{})
+	gw := startGatewayClock(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: rt
+    upstream: up
+    policies:
+      retry: {attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}
+`, up.URL), fc)
+	pumpClock(t, fc, time.Nanosecond)
+	c := newClient(t)
+	payload := strings.Repeat("p", 64<<10)
+	if r := do(t, c, "PUT", gw.URL+"/doc?a=1&b=%20x", nil, strings.NewReader(payload)); r.Code != 200 || r.Body != "a=1&b=%20x " {
+		t.Errorf("PUT: %d %q", r.Code, r.Body)
+	}
+	mu.Lock()
+	if n := bodies[payload]; n != 2 {
+		t.Errorf("the upstream got the body %d times, want 2 (first attempt and retry)", n)
+	}
+	mu.Unlock()
+	req, _ := http.NewRequest("HEAD", gw.URL+"/doc", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ContentLength != 11 {
+		t.Errorf("HEAD: %d, Content-Length %d, want 200 and 11", resp.StatusCode, resp.ContentLength)
+	}
 }

@@ -105,7 +105,7 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		ue := upstreamError(t, err)
-		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: ue, Latency: lat})
+		permit.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue, Latency: lat})
 		if x.final && !ue.Connect {
 			return nil, &finalError{ue}
 		}
@@ -255,10 +255,16 @@ func copyHeaders(dst, src *fasthttp.ResponseHeader) {
 // isHop reports whether header k is hop-by-hop: a standard one, or one the
 // Connection header names.
 func isHop(k, connection []byte) bool {
-	for _, h := range hopHeaders {
-		if strings.EqualFold(h, string(k)) {
-			return true
+	switch len(k) {
+	case 2, 7, 10, 16, 17, 18, 19: // the lengths of the names in hopHeaders
+		for _, h := range hopHeaders {
+			if len(h) == len(k) && strings.EqualFold(h, string(k)) {
+				return true
+			}
 		}
+	}
+	if len(connection) == 0 {
+		return false
 	}
 	for _, name := range bytes.Split(connection, []byte{','}) {
 		if bytes.EqualFold(bytes.TrimSpace(name), k) {

@@ -273,13 +273,13 @@ func (l blockSignalListener) Accept() (net.Conn, error) {
 	return blockSignalConn{Conn: c, blocked: l.blocked, once: l.once}, nil
 }
 
-// TestSlowSSEClientFlatMemory streams 256 MiB of events to a client that
+// TestSlowSSEClientFlatMemory streams 128 MiB of events to a client that
 // stops reading after the first one: the upstream is made to wait (it is
 // paced by the client through bounded buffers) instead of the gateway
 // buffering the stream, and the heap stays flat while the client then reads
 // the rest.
 func TestSlowSSEClientFlatMemory(t *testing.T) {
-	const total = 256 << 20
+	const total = 128 << 20
 	const event = 1 << 10
 	blocked := make(chan struct{})
 	var written atomic.Int64
@@ -349,7 +349,7 @@ routes:
 	}
 	t.Logf("heap growth %d KiB", hw.growth()>>10)
 	if g := hw.growth(); g > 32<<20 {
-		t.Errorf("heap grew by %d MiB while 256 MiB streamed to a slow client", g>>20)
+		t.Errorf("heap grew by %d MiB while 128 MiB streamed to a slow client", g>>20)
 	}
 }
 
@@ -422,5 +422,64 @@ routes:
 				}
 			}
 		})
+	}
+}
+
+// TestClientBodyErrorsSpareTheUpstream sends uploads that are too long or
+// broken off by the client: they are answered 413 (or dropped with the
+// connection), and they count against neither the route's breaker nor the
+// target's passive health, so that a client cannot take an upstream out.
+func TestClientBodyErrorsSpareTheUpstream(t *testing.T) {
+	var broken atomic.Int64
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			broken.Add(1)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	gw := startGateway(t, parseConfig(t, `
+server: {max_body_bytes: 1024}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: up
+    upstream: up
+    policies:
+      circuit_breaker: {consecutive_failures: 2, open_for: 1h}
+`, up.URL))
+	c := newClient(t)
+	for i := range 6 {
+		req, _ := http.NewRequest("POST", gw.URL+"/", io.LimitReader(newPattern(1, 8192), 8192))
+		req.ContentLength = -1
+		r, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != 413 {
+			t.Errorf("oversized upload %d: %d, want 413", i, r.StatusCode)
+		}
+	}
+	base := broken.Load()
+	for i := range 6 {
+		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n%s", strings.Repeat("y", 100))
+		conn.Close()
+		want := base + int64(i) + 1
+		eventually(t, "the upstream to see the upload break off", func() bool { return broken.Load() >= want })
+	}
+	eventually(t, "the gateway to finish the broken uploads", func() bool { return gw.routeStatus(t, "up").InFlight == 0 })
+	if s := gw.routeStatus(t, "up").Breaker; s != "closed" {
+		t.Errorf("route breaker %q after client-side body errors, want closed", s)
+	}
+	if s := gw.Status().Upstreams[0].Targets[0].Breaker; s != "closed" {
+		t.Errorf("target breaker %q after client-side body errors, want closed", s)
+	}
+	if r := do(t, c, "POST", gw.URL+"/", nil, strings.NewReader("fine")); r.Code != 200 {
+		t.Errorf("a good request after the broken uploads: %d %q", r.Code, r.Body)
 	}
 }

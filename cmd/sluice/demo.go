@@ -201,19 +201,17 @@ func runDemoLoad(ctx context.Context, stdout io.Writer, url string, d time.Durat
 			}
 			_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
 			resp.Body.Close()
+			gatewayReason := slices.ContainsFunc(demoColumns, func(c struct{ key, head string }) bool { return c.key == body.Error })
 			switch {
 			case resp.StatusCode == http.StatusOK:
 				outcome = "ok"
-			case body.Error == "" && resp.StatusCode >= 500:
-				outcome = "upstream_status"
-			case body.Error != "":
-				outcome = body.Error
+			case gatewayReason:
+				outcome = body.Error // the gateway's own answer names the policy
+			case resp.StatusCode >= 500:
+				outcome = "upstream_status" // the upstream's error, passed through
 			}
 		}
 		lat := time.Since(start)
-		if !slices.ContainsFunc(demoColumns, func(c struct{ key, head string }) bool { return c.key == outcome }) {
-			outcome = "other"
-		}
 		cur.Load().add(outcome, lat)
 		total.add(outcome, lat)
 	}
@@ -242,7 +240,7 @@ loop:
 			break loop
 		case <-pace.C:
 			key := fmt.Sprintf("client-%d", n%20)
-			if n%(rate+100) < 100 {
+			if n*100/(rate+100) != (n+1)*100/(rate+100) { // 100 of every rate+100, spread evenly
 				key = "greedy"
 			}
 			n++

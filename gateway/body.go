@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/sluicehq/sluice"
+)
+
+// errClientBody marks an error in reading a streamed request body from the
+// client: the client's fault, answered 400 (or 413 for errBodyTooLarge),
+// and never counted against the upstream's health.
+var errClientBody = errors.New("gateway: reading the request body")
+
+// errBodyTooLarge is the error of a streamed request body that is longer
+// than server.max_body_bytes.
+var errBodyTooLarge = fmt.Errorf("%w: longer than server.max_body_bytes", errClientBody)
+
+// clientBody is a streamed request body on its way upstream. It reads at
+// most left bytes (no limit when left is negative) and marks its errors with
+// errClientBody, so that a body that is too long or broken off fails the
+// attempt instead of reaching the upstream cut short as if it were whole.
+type clientBody struct {
+	r    io.Reader
+	left int64
+}
+
+func newClientBody(r io.Reader, maxBody int) *clientBody {
+	if maxBody <= 0 {
+		return &clientBody{r: r, left: -1}
+	}
+	return &clientBody{r: r, left: int64(maxBody)}
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	if b.left >= 0 && int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	if b.left >= 0 {
+		if int64(n) > b.left {
+			return 0, errBodyTooLarge
+		}
+		b.left -= int64(n)
+	}
+	if err != nil && err != io.EOF {
+		return n, fmt.Errorf("%w: %w", errClientBody, err)
+	}
+	return n, err
+}
+
+// classify is the gateway's sluice.Classifier: DefaultClassifier, except
+// that a failure of the client's own request body says nothing about the
+// upstream (Ignored), so that clients cannot trip breakers or shrink
+// limits with broken uploads.
+func classify(ctx context.Context, err error) sluice.Class {
+	if errors.Is(err, errClientBody) {
+		return sluice.Ignored
+	}
+	return sluice.DefaultClassifier(ctx, err)
+}
