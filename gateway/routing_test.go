@@ -366,3 +366,26 @@ routes:
 		t.Errorf("other path: %d", r.Code)
 	}
 }
+
+// The upstream sees the path the gateway routed on: dot segments and
+// percent-encoded letters are resolved before the request is forwarded, so
+// an upstream cannot disagree with the gateway about which route applies.
+func TestForwardedPathIsNormalized(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, up.URL))
+	for raw, want := range map[string]string{
+		"/expensive/../free?q=1": "/free",
+		"/%65xpensive":           "/expensive",
+		"/./a//b":                "/a/b",
+	} {
+		resp, body := rawRequest(t, gw.Addr, "GET "+raw+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if resp.StatusCode != 200 || body != "up "+want {
+			t.Errorf("GET %s: %d %q, want the upstream to see %s", raw, resp.StatusCode, body, want)
+		}
+	}
+}

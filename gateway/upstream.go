@@ -47,7 +47,6 @@ func upstreamClient(u *url.URL, maxConns int) *fasthttp.HostClient {
 		StreamResponseBody:            true,
 		NoDefaultUserAgentHeader:      true,
 		DisableHeaderNamesNormalizing: true,
-		DisablePathNormalizing:        true,
 		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
 		MaxIdemponentCallAttempts:     1,
 	}
