@@ -442,8 +442,8 @@ func TestStandardAndLookup(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if len(seen) != 12 {
-		t.Errorf("%d standard scenarios, want 12", len(seen))
+	if len(seen) != 14 {
+		t.Errorf("%d standard scenarios, want 14", len(seen))
 	}
 	if _, err := Lookup("nope"); !errors.Is(err, ErrInvalidScenario) {
 		t.Errorf("Lookup(nope) = %v", err)

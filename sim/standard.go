@@ -10,7 +10,8 @@ import (
 )
 
 // Standard returns the standard scenarios, in order: the ten of
-// BENCHMARKS.md and two extra ones (retry, priority). Each uses the default
+// BENCHMARKS.md and four extra ones (retry, priority, capacity-half at a
+// millisecond service time, and a start far above the optimum). Each uses the default
 // downstream (16 workers, exponential 20 ms service, 200 ms deadline,
 // optimum 16) unless it says otherwise, and seed 1.
 func Standard() []Scenario {
@@ -42,6 +43,15 @@ func Standard() []Scenario {
 		{Name: "priority-3x", About: "3× overload; 25% critical traffic (share 0.8), 75% sheddable (share 0.2)",
 			Duration: 30 * time.Second, Arrivals: Arrivals{Load: 3},
 			Classes: []Class{{Weight: 0.25, Share: 0.8}, {Weight: 0.75, Share: 0.2}}},
+		{Name: "capacity-half-1ms", About: "capacity-half at 1 ms service: workers 16 → 8 at 30 s; load 1.5× before, 3× after",
+			Arrivals: Arrivals{Load: 1.5}, Service: Dist{Mean: time.Millisecond},
+			Steps: []Step{{At: 30 * time.Second, Workers: 8}}},
+		{Name: "start-high", About: "5 workers of 40 ms at 1.3× load from the start, deadline 1 s: the initial limit 20 is 4× the optimum 5 (conv from 1 s)",
+			Duration: 60 * time.Second, Workers: 5, Service: Dist{Mean: 40 * time.Millisecond},
+			Deadline: time.Second, Arrivals: Arrivals{Load: 1.3}, Warmup: time.Nanosecond,
+			// A step that changes nothing, so that the convergence is
+			// measured (from 1 s, a segment's start).
+			Steps: []Step{{At: time.Second, Load: 1.3}}},
 	}
 	for i := range sc {
 		sc[i].Seed = 1

@@ -25,9 +25,9 @@ const (
 	// for exponential service times, below the 10% Headroom the control
 	// must resolve; fewer make the decisions noisy, more make them slow.
 	DefaultRoundSamples = 128
-	// DefaultDrainEvery is how many rounds in a row the limit may bind
-	// before Default drains (see Default): 64, so that drains cost about 1%
-	// of goodput and add little variation to the limit.
+	// DefaultDrainEvery is the most binding rounds between two drains (see
+	// Default): 128, so that once the no-load latency is settled drains
+	// cost under 1% of goodput and add little variation to the limit.
 	DefaultDrainEvery = 128
 )
 
@@ -88,10 +88,32 @@ const (
 	// the latency shrinks the limit, and how many free rounds in a row
 	// before the limit loosens: one round of either is a burst or noise.
 	defaultPersist = 2
-	// defaultFirstDrain is how many binding rounds in a row a no-load
-	// latency never measured without a queue may serve before the first
-	// drain.
+	// defaultFirstDrain is how many rounds a no-load latency never measured
+	// without a queue may serve before a drain measures it.
 	defaultFirstDrain = 4
+	// defaultFullBinding: the limit also binds in a round when at least
+	// this fraction of its calls found it reached.
+	defaultFullBinding = 0.2
+	// A drain whose in-flight count fell below defaultDrainFell of the
+	// round before it, whose delivery rate held above defaultDrainRate of
+	// it and whose latency fell with elasticity defaultElastic, was queued.
+	defaultDrainFell = 0.9
+	defaultDrainRate = 0.85
+	// defaultBaseDrains: the no-load latency is the mean of the last drains'
+	// measures, up to this many (then a moving average over about as
+	// many), so that its noise falls well below the Headroom.
+	defaultBaseDrains = 8
+	// defaultBaseBelow: a free round whose in-flight count is below this
+	// fraction of the knee refines the no-load latency.
+	defaultBaseBelow = 0.7
+	// defaultDrainStart is the interval, in binding rounds, between the
+	// first drains after the no-load latency was replaced; it doubles with
+	// every drain up to DrainEvery, so that the no-load latency is refined
+	// quickly at first and cheaply later.
+	defaultDrainStart = 16
+	// defaultIdle: while the smoothed in-flight count is below this
+	// fraction of the limit, the limit makes no queue.
+	defaultIdle = 0.5
 	// defaultStrongRate and defaultStrongLatency: a round at under half the
 	// maximum delivery rate and over twice the no-load latency (a capacity
 	// halved, a path doubled) starts a probe without waiting for a second.
@@ -118,8 +140,8 @@ type DefaultOptions struct {
 	// RoundSamples is the fewest samples in a measurement round. Default
 	// DefaultRoundSamples.
 	RoundSamples int
-	// DrainEvery is how many consecutive binding rounds pass between
-	// drains. Default DefaultDrainEvery.
+	// DrainEvery is the most binding rounds between two drains. Default
+	// DefaultDrainEvery.
 	DrainEvery int
 }
 
@@ -153,10 +175,19 @@ type DefaultOptions struct {
 // the fraction that found the limit reached. From them Default keeps the
 // maximum smoothed delivery rate of the last 10 rounds, a long-run delivery
 // rate, a smoothed in-flight count, and the no-load latency. The no-load
-// latency learns from rounds in which the limit did not bind and nothing
-// queued, from drains and from probes; never from a round in which the limit
-// binds, so a queue of the limit's own making never becomes the baseline and
-// the limit cannot drift under sustained overload.
+// latency is measured by drains (below): it is the mean of the last eight
+// drains' latencies, replaced outright when a drain differs from it by more
+// than a quarter (a changed path). A round's mean varies by about 9%, the
+// size of Headroom, so a no-load latency from one round would bias the
+// limit by as much for as long as it lasts. Free rounds refine it only when
+// their in-flight count is below 70% of the knee, where nothing can queue;
+// a round in which the limit binds never does, so a queue of the limit's
+// own making never becomes the baseline and the limit cannot drift under
+// sustained overload. Until a drain has measured it, the no-load latency is
+// the first round's, which may have queued (a limit that starts far above
+// the knee): Default then drains every four rounds, binding or not, until a
+// drain finds no queue; a limit whose in-flight count stays under half of
+// it is taken as making no queue.
 //
 // # Control, once per round
 //
@@ -171,7 +202,10 @@ type DefaultOptions struct {
 // cannot trigger this twice. So at 80% load, bursty or not, the limit stays
 // mostly out of the way, and a low request rate never meets it.
 //
-// Binding (the limit bounds the load, for two rounds in a row): the limit
+// Binding (the mean in-flight count is at least 85% of the limit, or at
+// least a fifth of the round's calls found the limit reached: at moderate
+// overload the in-flight count sags below the limit between arrivals while
+// the limit still bounds the load; for two rounds in a row): the limit
 // is multiplied by (1 + Headroom) × no-load latency / latency, smoothed. By
 // Little's law that moves the in-flight count to delivery rate × no-load
 // latency × (1 + Headroom): at capacity, the knee plus Headroom, whatever
@@ -183,35 +217,60 @@ type DefaultOptions struct {
 // smoothed delivery rate under 80% of the maximum): the capacity fell, or
 // the path got longer and the limit now throttles the delivery rate, or the
 // no-load latency is too low and shrinking would only throttle it more. The
-// limit holds. After two such rounds (one if the rate halved and the latency
-// doubled), Default probes: it measures a round, raises the limit by half,
-// lets a round settle and measures two. If the latency grew with the calls
-// in flight (elasticity ≥ 0.5) it is a queue: the capacity fell, the rate
-// window restarts at the measured rate and the limit is set at once to the
-// new knee × (1 + Headroom). If not, the path changed: the no-load latency
-// is rebased to the measured latency and the limit is scaled by the ratio of
-// the new no-load latency to the old, as Little's law says the same delivery
-// rate needs. A halved capacity is thus settled five to six rounds after it
-// shows (at a millisecond service time and 16 workers, about 0.2 s), and a
-// longer path costs those few rounds of shedding instead of a lasting loss.
+// limit holds for a round (one whose calls may have started before the
+// change). What follows depends on what came before:
 //
-// Drain: after DrainEvery binding rounds in a row (4 while the no-load
-// latency was never measured without a queue), the limit drops to 3/4 for
-// three rounds, below the knee, and the mean latency of the last two becomes
-// (or is averaged into) the no-load latency. Like BBR's ProbeRTT it keeps
-// the baseline honest while the limit always binds, at under 1% of goodput.
+//   - The limit bound at full delivery rate for two rounds before (an
+//     overload): the downstream slowed under an unchanged load, most likely
+//     a lost capacity. After a second such round (or the first, if the rate
+//     halved and the latency doubled) the limit is cut at once to the knee
+//     the round measures, delivery rate × no-load latency × (1 + Headroom),
+//     as a drain that may keep its limit (below). If instead the latency
+//     stays high while the delivery rate falls with the cut, the path got
+//     longer: the drain rebases and restores the limit, scaled. A halved
+//     capacity is thus settled two rounds after it shows, without first
+//     raising the limit.
+//   - Otherwise (the load grew into the limit, as a longer path at 80% load
+//     does), Default probes: it measures a round, raises the limit by half,
+//     lets a round settle and measures two. If the latency grew with the
+//     calls in flight (elasticity ≥ 0.5) it is a queue: the rate window
+//     restarts at the measured rate and the limit is set to the new knee ×
+//     (1 + Headroom). If not and the latency is more than a quarter above
+//     the no-load latency, the path changed: the no-load latency is rebased
+//     to the measured latency and the limit scaled by their ratio, as
+//     Little's law says the same delivery rate needs. If neither, it was
+//     noise, and the raise is undone. A longer path costs a few rounds of
+//     shedding instead of a lasting loss.
+//
+// Drain: after DrainEvery binding rounds (16 after the no-load latency was
+// replaced, doubling with each drain up to DrainEvery, so that it is
+// refined quickly at first and cheaply later), the limit drops to 3/4 for
+// three rounds, below the knee, and the mean latency of the last two is
+// averaged into the no-load latency as above; the limit is then restored
+// (scaled up if the no-load latency grew by more than a quarter). Like
+// BBR's ProbeRTT it keeps the baseline honest while the limit always binds.
+// A drain while the no-load latency was never measured, and a cut after a
+// lost capacity, may keep their lowered limit: if the latency fell with the
+// in-flight count (elasticity ≥ 0.5) while the delivery rate held (within
+// 85%), the lowered limit still queued, so it stays, the no-load latency
+// becomes at most the drain's latency, and the next drain lowers it again.
+// So a limit that starts far above the knee comes down by a quarter every
+// few rounds until a drain finds the knee. If such a drain is unclear and
+// its latency is still a quarter above the no-load latency, the lowered
+// limit stays too.
 //
 // Drops: a round in which at least 1% of the samples dropped multiplies the
 // limit by 1 − drop fraction, at most halving it: a timeout is overload
 // whatever the latencies say.
 //
-// In a simulation with 16 workers and exponential service times this keeps
-// 97–100% of capacity as goodput at 1.5× to 10× overload with the limit
-// about 15% above the worker count (coefficient of variation 5–9%), holds
-// steady over long runs at 1.2×, sheds under 2% of the arrivals when the
-// path's latency quadruples at 80% load (latency-based algorithms shed
-// 40–90%), and keeps within about 1% of the goodput of no limit at all
-// under bursty 80% load.
+// In a simulation (package sim) with 16 workers and exponential service
+// times this keeps 93–100% of capacity as goodput at 1.5× to 10× overload,
+// p99 within 5% of the no-load p99, with the limit 10–20% above the worker
+// count (coefficient of variation 6–10%); settles a halved capacity within
+// about 1–2 s in most runs; sheds under 2% of the arrivals when the path's
+// latency quadruples at 80% load (latency-based algorithms shed 15–60%);
+// and stays within about 3% of the goodput of no limit at all under bursty
+// 80% load.
 //
 // Default is safe for concurrent use: Sample adds to the round under a short
 // lock and runs the state machine (a few dozen floating-point operations)
@@ -241,8 +300,13 @@ type Default struct {
 	rates           [defaultRateWindow]float64
 	next            int     // index of the next slot in rates
 	binding         int     // consecutive binding rounds
+	sinceDrain      int     // binding rounds since the last drain
 	free            int     // consecutive rounds that did not bind
 	suspect         int     // consecutive ambiguous rounds
+	saturated       int     // consecutive binding rounds that were not ambiguous
+	unfresh         int     // rounds since the last drain while !baseFresh
+	drains          int     // drains averaged into base since it was replaced
+	commit          bool    // the drain under way may keep its limit
 	pre             round   // the last ambiguous round before a probe
 	held            float64 // limit before a drain
 	acc             round   // sums of the rounds a probe or drain measured

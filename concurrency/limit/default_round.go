@@ -54,6 +54,21 @@ func (d *Default) endRound(r round) {
 	}
 	d.pushRate(d.rate)
 	d.rateLong = ema(d.rateLong, r.rate, defaultRateLongWeight)
+	if !d.baseFresh {
+		// The no-load latency is the first round's, which may have
+		// queued: drain soon, whether or not the limit binds.
+		d.unfresh++
+		switch {
+		case d.inflight < defaultIdle*d.limit:
+			// Far below the limit: the limit made no queue, and drains
+			// would not bind.
+			d.baseFresh = true
+		case d.unfresh >= defaultFirstDrain:
+			d.unfresh = 0
+			d.startDrain(r, math.Min(d.limit, d.inflight)*defaultDrainGain, true)
+			return
+		}
+	}
 
 	if r.drops >= defaultDropFraction {
 		d.limit *= math.Max(0.5, 1-r.drops)
@@ -61,7 +76,7 @@ func (d *Default) endRound(r round) {
 		return
 	}
 	// The round's calls started under this round's limit or the last one.
-	binding := r.inflight >= defaultBinding*math.Min(d.limit, d.prevLimit)
+	binding := r.inflight >= defaultBinding*math.Min(d.limit, d.prevLimit) || r.full >= defaultFullBinding
 	reached := binding && d.free > 0 || !binding && r.full >= defaultBurstFull
 	if reached && d.rateLong < defaultBurstUtil*d.maxRate() {
 		// The limit was reached for part of a free round, or in a binding
@@ -74,15 +89,17 @@ func (d *Default) endRound(r round) {
 		return
 	}
 	if !binding {
-		d.binding, d.suspect = 0, 0
+		d.binding, d.suspect, d.saturated = 0, 0, 0
 		d.free++
 		if r.rtt > d.base*(1+d.headroom) {
 			// A queue the limit did not admit: demand beyond capacity, or
 			// a burst. Hold; if it persists the limit will bind.
 			return
 		}
-		d.base = ema(d.base, r.rtt, defaultBaseWeight)
-		d.baseFresh = true
+		if d.baseFresh && r.inflight < defaultBaseBelow*d.maxRate()*d.base {
+			// Well below the knee: nothing can have queued.
+			d.base = ema(d.base, r.rtt, defaultBaseWeight)
+		}
 		if d.free < defaultPersist {
 			// One free round between binding ones is the noise of a
 			// saturated downstream, not spare capacity.
@@ -94,20 +111,33 @@ func (d *Default) endRound(r round) {
 	}
 
 	d.binding++
+	d.sinceDrain++
 	d.free = 0
 	if d.ambiguous(r.rtt, d.rate) {
-		// Hold the limit until a probe says which it is.
 		d.suspect++
 		strong := r.rtt > defaultStrongLatency*d.base && r.rate < defaultStrongRate*d.maxRate()
-		if d.suspect >= 2 || strong {
+		if d.saturated >= defaultPersist && (d.suspect >= 2 || strong) {
+			// The limit bound at full delivery rate before: the
+			// downstream slowed under it. Most likely its capacity fell:
+			// cut to the knee the round measures (the second such round,
+			// whose calls all started after the change), and let the
+			// drain's measure confirm (a queue) or undo it (a longer
+			// path).
+			if cut := r.rate * d.base * (1 + d.headroom); cut < defaultDrainGain*d.limit {
+				d.startDrain(r, cut, true)
+				return
+			}
+		}
+		// Hold the limit until a probe says which it is.
+		if d.saturated < defaultPersist && (d.suspect >= 2 || strong) {
 			d.suspect, d.ph = 0, probePre
 		}
 		return
 	}
 	d.suspect = 0
-	if d.binding >= d.drainEvery || (!d.baseFresh && d.binding >= defaultFirstDrain) {
-		d.binding, d.held, d.ph = 0, d.limit, drainSettle
-		d.limit *= defaultDrainGain
+	d.saturated++
+	if d.sinceDrain >= min(d.drainEvery, defaultDrainStart<<d.drains) {
+		d.startDrain(r, d.limit*defaultDrainGain, false)
 		return
 	}
 	// Little's law: the round's delivery rate × no-load latency × (1 +
@@ -121,6 +151,15 @@ func (d *Default) endRound(r round) {
 		return
 	}
 	d.limit = ema(d.limit, d.limit*ratio, defaultLimitWeight)
+}
+
+// startDrain lowers the limit to to for a drain, after round r. A drain
+// that may commit keeps the lowered limit if it finds it still queued. It
+// requires d.mu.
+func (d *Default) startDrain(r round, to float64, commit bool) {
+	d.binding, d.saturated, d.suspect, d.sinceDrain = 0, 0, 0, 0
+	d.pre, d.held, d.ph, d.commit = r, d.limit, drainSettle, commit
+	d.limit = to
 }
 
 // ambiguous reports whether a binding round with latency rtt and delivery
@@ -157,6 +196,11 @@ func (d *Default) endProbe(r round) {
 		d.limit = r.rate * d.base * (1 + d.headroom)
 		return
 	}
+	if r.rtt < (1+defaultDrainReplace)*d.base {
+		// Neither a queue nor a longer path: noise. Undo the raise.
+		d.limit /= defaultProbeGain
+		return
+	}
 	// A longer path: rebase, and scale the limit before the probe as
 	// Little's law says the same delivery rate needs.
 	old := d.base
@@ -181,16 +225,45 @@ func (d *Default) measure(r round) (round, bool) {
 	return avg, true
 }
 
-// endDrain updates the no-load latency from a drain's measure and restores
-// the limit. It requires d.mu.
+// endDrain decides what a drain found. If the latency fell with the calls in
+// flight while the delivery rate held, the drained limit still queued: the
+// old limit was too high (the capacity fell, or the no-load latency was
+// learned with a queue), so the drained limit stays. Otherwise its latency
+// is the no-load latency, and the limit is restored, scaled by the change
+// of the no-load latency if it grew (a longer path). It requires d.mu.
 func (d *Default) endDrain(m round) {
-	if math.Abs(m.rtt-d.base) > defaultDrainReplace*d.base {
-		d.base = m.rtt
+	d.ph = steady
+	fell := m.inflight / d.pre.inflight
+	elasticity := 0.0
+	if fell < defaultDrainFell && m.inflight >= defaultBinding*d.limit {
+		elasticity = math.Log(m.rtt/d.pre.rtt) / math.Log(fell)
+	}
+	if d.commit {
+		switch {
+		case elasticity >= defaultElastic && m.rate >= defaultDrainRate*d.pre.rate:
+			// Still queued: keep the lowered limit.
+			d.base = math.Min(d.base, m.rtt)
+			d.resetRates(m.rate)
+			return
+		case m.rtt > (1+defaultDrainReplace)*d.base && elasticity >= defaultElastic/2:
+			// Unclear, and the latency is still well above the
+			// no-load latency: keep the lowered limit and learn nothing.
+			return
+		}
+	}
+	d.limit = d.held
+	if !d.baseFresh || math.Abs(m.rtt-d.base) > defaultDrainReplace*d.base {
+		if d.baseFresh && m.rtt > d.base {
+			// A longer path: the same delivery rate needs
+			// proportionally more calls in flight.
+			d.limit *= m.rtt / d.base
+		}
+		d.base, d.drains = m.rtt, 1
 	} else {
-		d.base = ema(d.base, m.rtt, 0.5)
+		d.drains = min(d.drains+1, defaultBaseDrains)
+		d.base += (m.rtt - d.base) / float64(d.drains)
 	}
 	d.baseFresh = true
-	d.limit, d.ph = d.held, steady
 }
 
 // pushRate adds a smoothed delivery rate to the window. It requires d.mu.

@@ -137,3 +137,22 @@ func TestDefault_LowRateIsNeverShed(t *testing.T) {
 		t.Errorf("rejected %d of %d calls at 5%% load", st.rejected, st.arrived)
 	}
 }
+
+func TestDefault_StartFarAboveComesDown(t *testing.T) {
+	// 5 workers at 10 ms, 1.3× load from the start: the initial limit 20
+	// is four times the knee, and the first rounds already queue, so the
+	// first latency Default sees is no no-load latency. Drains that find
+	// the lowered limit still queued keep it, so the limit comes down.
+	m := model{workers: constWorkers(5), path: noPath, service: 10 * time.Millisecond,
+		load: 1.3, deadline: time.Second, seed: 9}
+	d, err := NewDefault(DefaultOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := m.run(d, 30*time.Second, 60*time.Second)
+	mean := meanLimit(st.limits)
+	t.Logf("mean limit %.1f from 30 s (initial %d, 5 workers)", mean, DefaultInitialLimit)
+	if mean > 0.6*DefaultInitialLimit {
+		t.Errorf("mean limit %.1f after 30 s, want well below the initial %d (5 workers)", mean, DefaultInitialLimit)
+	}
+}
