@@ -88,7 +88,9 @@ type Server struct {
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
 	IdleTimeout Duration `yaml:"idle_timeout"`
-	// MaxHeaderBytes limits the size of request headers. Default 1 MiB.
+	// MaxHeaderBytes limits the size of a request's headers (request line
+	// included); a request with more gets 431. Each connection holds a read
+	// buffer of this size. Default 32 KiB, at most 1 MiB.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxBodyBytes limits the size of a request body; 0 means no limit.
 	// Default 0.

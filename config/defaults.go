@@ -37,7 +37,7 @@ func (c *Config) applyDefaults() {
 	defDur(&c.Server.ReadHeaderTimeout, 10*time.Second)
 	defDur(&c.Server.ReadTimeout, 60*time.Second)
 	defDur(&c.Server.IdleTimeout, 120*time.Second)
-	defInt(&c.Server.MaxHeaderBytes, 1<<20)
+	defInt(&c.Server.MaxHeaderBytes, 32<<10)
 	defDur(&c.Server.ShutdownTimeout, 30*time.Second)
 	def(&c.Log.Format, "json")
 	def(&c.Log.Level, "info")

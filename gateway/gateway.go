@@ -84,7 +84,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ReadTimeout:                  cfg.Server.ReadHeaderTimeout.D(),
 		IdleTimeout:                  cfg.Server.IdleTimeout.D(),
 		HeaderReceived:               g.headerReceived,
-		ReadBufferSize:               min(cfg.Server.MaxHeaderBytes, 1<<20),
+		ReadBufferSize:               cfg.Server.MaxHeaderBytes,
 		StreamRequestBody:            true,
 		DisablePreParseMultipartForm: true,
 		NoDefaultServerHeader:        true,

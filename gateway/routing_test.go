@@ -389,3 +389,24 @@ routes:
 		}
 	}
 }
+
+// Headers over server.max_header_bytes are refused with 431 before any
+// route runs.
+func TestMaxHeaderBytes(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	gw := startGateway(t, parseConfig(t, `
+server: {max_header_bytes: 4096}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, up.URL))
+	big := strings.Repeat("x", 8000)
+	resp, _ := rawRequest(t, gw.Addr, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: "+big+"\r\nConnection: close\r\n\r\n")
+	if resp.StatusCode != 431 {
+		t.Fatalf("status %d, want 431", resp.StatusCode)
+	}
+	if up.calls.Load() != 0 {
+		t.Fatal("the upstream was called")
+	}
+}
