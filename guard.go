@@ -116,29 +116,17 @@ func (g *Guard) outcome(ctx context.Context, start int64, err error) Outcome {
 	return Outcome{Class: g.classify(ctx, err), Err: err, Latency: durationOf(lat)}
 }
 
-// run runs stage i and everything inside it. Admission stages run inline;
-// flow stages receive the rest of the chain as a Call.
+// run runs stage i and everything inside it; each stage receives the rest
+// of the chain as a Call.
 func (g *Guard) run(ctx context.Context, i int, inner Call) Result {
 	if i == len(g.stages) {
 		return inner(ctx)
 	}
+	rest := func(ctx context.Context) Result { return g.run(ctx, i+1, inner) }
 	if a, ok := g.stages[i].(Admitter); ok {
-		p, err := a.Acquire(ctx)
-		if err != nil {
-			return Result{Outcome: Outcome{Class: Dropped, Err: err}}
-		}
-		done := false
-		defer func() {
-			if !done {
-				p.Done(Outcome{Class: Failure, Err: errPanicked})
-			}
-		}()
-		r := g.run(ctx, i+1, inner)
-		done = true
-		p.Done(r.Outcome)
-		return r
+		return RunAdmitted(ctx, a, rest)
 	}
-	return g.stages[i].Run(ctx, func(ctx context.Context) Result { return g.run(ctx, i+1, inner) })
+	return g.stages[i].Run(ctx, rest)
 }
 
 // doAdmitted is Do for a guard made only of admission policies: permits live
