@@ -19,9 +19,11 @@ import (
 
 // BenchmarkRedisAllow measures exact rate-limit decisions shared through one
 // local redis-server, from 64 concurrent callers on one key: sluice's
-// store (one Lua script per decision, auto-pipelined by rueidis) against
-// redis_rate (GCRA in Lua over go-redis). The server is REDIS_ADDR, or a
-// redis-server started on a free loopback port.
+// store (group commit per key: the requests that arrive while a call for
+// the key is in flight go together in the next call, one Lua script that
+// decides them in order) against redis_rate (GCRA in Lua over go-redis, one
+// script per decision). The server is REDIS_ADDR, or a redis-server started
+// on a free loopback port.
 func BenchmarkRedisAllow(b *testing.B) {
 	addr := redisAddr(b)
 	const callers = 64

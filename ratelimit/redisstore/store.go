@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,7 +75,9 @@ type Options struct {
 	Prefix string
 	// Timeout bounds each call to Redis, on Clock. Zero means
 	// DefaultTimeout; negative is invalid. A call that runs out counts as a
-	// failure of Redis.
+	// failure of Redis. On the real clock it is also the deadline of the
+	// connection for a call alone on it; such a call that runs out closes
+	// the connection, and rueidis dials a new one.
 	Timeout time.Duration
 	// OnError is what the store decides when Redis cannot answer. The zero
 	// value is FailOpen.
@@ -93,35 +97,48 @@ type Options struct {
 	// use Redis's clock, never this one.
 	Clock clock.Clock
 	// OnRedisError, if set, is called with each error from a call to Redis
-	// (not for the calls the open circuit keeps from Redis), after the
-	// decision is made and without any lock held. It must be safe for
-	// concurrent use.
+	// (not for the calls the open circuit keeps from Redis), once per call
+	// even when the call decided a batch of requests, after the decisions
+	// are made and without any lock held. It must be safe for concurrent
+	// use.
 	OnRedisError func(error)
 }
 
 // Store is a ratelimit.Store that keeps every key's state in Redis, so that
 // all the processes using one Redis (gateway replicas) share each limit
-// exactly. Each decision is one atomic Lua script on one key, run with
+// exactly. Decisions are made by atomic Lua scripts on one key (one call
+// for one request, or for a batch of requests for the same key), run with
 // EVALSHA (EVAL when Redis answers NOSCRIPT) and timed by Redis's clock.
 // Keys are {Prefix:key}:suffix, with the suffix naming the algorithm, so a
 // key never leaves its Cluster slot; each key expires when its quota is full
 // again, so idle keys cost no memory.
 //
-// A Store is safe for concurrent use. Concurrent decisions are sent together
-// (rueidis pipelines them automatically).
+// A Store is safe for concurrent use. Requests for one key and Limit that
+// arrive while a call for them is in flight are decided together in the
+// next call (group commit, see the package documentation); calls for
+// different keys are pipelined on one connection by rueidis.
 type Store struct {
-	client   rueidis.Client
-	owned    bool // Close closes client
-	scripts  *scripts
-	clock    clock.Clock
-	prefix   string
-	timeout  time.Duration
-	mode     ErrorMode
-	fallback ratelimit.Store
-	onError  func(error)
-	circuit  circuit
-	nonce    string        // random, per Store: makes sliding-log members unique across replicas
-	seq      atomic.Uint64 // per call: makes them unique within this Store
+	client    rueidis.Client
+	owned     bool // Close closes client
+	scripts   *scripts
+	clock     clock.Clock
+	realClock bool // clock is clock.Real: Timeout can be a context deadline
+	prefix    string
+	timeout   time.Duration
+	mode      ErrorMode
+	fallback  ratelimit.Store
+	onError   func(error)
+	circuit   circuit
+	nonce     string        // random, per Store: makes sliding-log members unique across replicas
+	seq       atomic.Uint64 // per call: makes them unique within this Store
+
+	seed     maphash.Seed // picks a key's shard
+	shards   [shardCount]shard
+	requests sync.Pool // of *request
+	batches  sync.Pool // of *batch
+	// queuedHook, if set (by tests), is called after a request is queued
+	// behind a call in flight, without any lock held.
+	queuedHook func()
 }
 
 var _ ratelimit.Store = (*Store)(nil)
@@ -166,7 +183,11 @@ func New(client rueidis.Client, opts Options) (*Store, error) {
 		fallback: opts.Fallback,
 		onError:  opts.OnRedisError,
 		nonce:    strconv.FormatUint(binary.LittleEndian.Uint64(seed[:]), 36),
+		seed:     maphash.MakeSeed(),
 	}
+	s.requests.New = func() any { return &request{done: make(chan struct{}, 1)} }
+	s.batches.New = func() any { return &batch{reqs: make([]*request, 0, 1), args: make([]string, 0, 5)} }
+	s.realClock = s.clock == clock.Real
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
@@ -232,6 +253,14 @@ func (s *Store) CircuitOpen() bool { return s.circuit.isOpen() }
 // failure of Redis. When Redis cannot answer the store decides as
 // Options.OnError says, with a nil error for FailOpen and FailClosed and the
 // Fallback's error for Local.
+//
+// While a call for key and l is in flight, the request waits for it and is
+// then sent with the others that waited, in one call (at most one call
+// ahead of its own). If ctx ends while it waits, AllowN returns ctx's error
+// at once and the request is never sent; if ctx ends after it was sent,
+// AllowN returns ctx's error at once but Redis still applies the request,
+// unless this caller sends the batch, which it then does (bounded by
+// Options.Timeout) before returning the decision.
 func (s *Store) AllowN(ctx context.Context, key string, l ratelimit.Limit, n int) (ratelimit.Decision, error) {
 	if err := l.Validate(); err != nil {
 		return ratelimit.Decision{}, err
@@ -244,72 +273,46 @@ func (s *Store) AllowN(ctx context.Context, key string, l ratelimit.Limit, n int
 	if !ok {
 		return s.degraded(ctx, key, l, n, wait)
 	}
-	start := s.clock.Nanotime()
-	d, err := s.run(ctx, sc, key, l, n)
-	if err == nil {
-		s.circuit.success(probe)
+	g := group{key: key, limit: l}
+	r := s.getRequest(n)
+	var sh *shard
+	role := alone // the half-open probe goes alone: it alone decides whether the circuit closes
+	if !probe {
+		sh = s.shard(key)
+		role = s.join(sh, g, r)
+	}
+	var err error
+	switch role {
+	case leading, alone:
+		b := s.getBatch()
+		b.reqs = append(b.reqs, r)
+		if role == alone {
+			sh = nil
+		}
+		err = s.fly(ctx, sc, g, b, sh, true, probe)
+	case waiting:
+		if err = s.await(ctx, sh, r); err != nil {
+			return ratelimit.Decision{}, err // r is back in the pool, or left to its batch's leader
+		}
+		if r.lead {
+			err = s.fly(ctx, sc, g, r.batch, sh, false, false)
+		}
+	}
+	if err != nil {
+		s.putRequest(r)
+		return ratelimit.Decision{}, err
+	}
+	d, answered, wait := r.d, r.answered, r.wait
+	s.putRequest(r)
+	if answered {
 		return d, nil
 	}
-	if ctx.Err() != nil {
-		s.circuit.abandon(probe)
-		return ratelimit.Decision{}, fmt.Errorf("redisstore: %w", ctx.Err())
-	}
-	s.circuit.failure(probe, start)
-	if s.onError != nil {
-		s.onError(err)
-	}
-	return s.degraded(ctx, key, l, n, 0)
+	return s.degraded(ctx, key, l, n, wait)
 }
 
 // errTimeout is the cause of a call to Redis that ran out of
 // Options.Timeout.
 var errTimeout = fmt.Errorf("no answer within the timeout: %w", context.DeadlineExceeded)
-
-// run makes the decision in Redis.
-//
-// The timeout is a timer on s.clock that cancels the call, not a context
-// deadline: the network client would read a deadline as wall time, which a
-// fake clock's is not.
-func (s *Store) run(ctx context.Context, sc *script, key string, l ratelimit.Limit, n int) (ratelimit.Decision, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	timer := s.clock.AfterFunc(s.timeout, func() { cancel(errTimeout) })
-	defer func() {
-		timer.Stop()
-		cancel(nil)
-	}()
-	keys := []string{"{" + s.prefix + ":" + key + "}:" + sc.suffix}
-	args := []string{
-		strconv.Itoa(l.Limit),
-		strconv.FormatFloat(float64(l.Period)/float64(time.Microsecond), 'f', -1, 64),
-		strconv.Itoa(l.Capacity()),
-		strconv.Itoa(n),
-		"",
-	}
-	if sc == &s.scripts.slidingLog {
-		args[4] = s.nonce + "." + strconv.FormatUint(s.seq.Add(1), 36)
-	}
-	r, err := sc.lua.Exec(ctx, s.client, keys, args).AsIntSlice()
-	if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
-		err = errTimeout
-	}
-	if err != nil {
-		return ratelimit.Decision{}, fmt.Errorf("redisstore: %s script: %w", sc.suffix, err)
-	}
-	if len(r) != 4 {
-		return ratelimit.Decision{}, fmt.Errorf("redisstore: %s script: reply has %d values, want 4", sc.suffix, len(r))
-	}
-	d := ratelimit.Decision{
-		Allowed:    r[0] == 1,
-		Limit:      l.Capacity(),
-		Remaining:  int(max(0, r[1])),
-		RetryAfter: time.Duration(r[2]) * time.Microsecond,
-		ResetAfter: time.Duration(max(0, r[3])) * time.Microsecond,
-	}
-	if r[2] < 0 {
-		d.RetryAfter = ratelimit.RetryNever
-	}
-	return d, nil
-}
 
 // degraded decides without Redis, as s.mode says. wait is how long the
 // circuit stays open, if it is.
