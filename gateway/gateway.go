@@ -9,6 +9,12 @@
 // scripts/loadtest.sh). Responses stream: a slow client paces the upstream
 // through bounded buffers.
 //
+// A route's policies see an upstream call as ending when its response headers
+// arrive: that is the latency adaptive limits and slow-call rates measure,
+// and a concurrency slot is free again while the body streams. A timeout, as
+// in Envoy, bounds the whole exchange, body included: leave it off on routes
+// that stream long responses (SSE).
+//
 // Configuration comes from package config; Apply swaps a new configuration in
 // atomically, keeping the state of every policy whose settings did not change.
 package gateway
