@@ -43,6 +43,11 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	rt.inflight.Add(1)
 	defer rt.inflight.Add(-1)
+	if ctx.Request.Header.ConnectionClose() {
+		// The request goes upstream without its Connection header; the
+		// client's wish to close is kept on the response.
+		defer ctx.SetConnectionClose()
+	}
 	client := clientIP(ctx, st.trusted)
 	if rt.limit != nil {
 		ok, retryAfter := rt.limit.allow(ctx, rt, client)

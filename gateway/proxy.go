@@ -58,8 +58,10 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 // exchange is one client request on its way upstream, across attempts.
 type exchange struct {
 	rt     *route
-	req    *fasthttp.Request // the client's request; read-only here
+	req    *fasthttp.Request // the client's request, sent upstream as it is once prepared
+	host   []byte            // the client's Host, for X-Forwarded-Host
 	xff    string            // the X-Forwarded-For value to send
+	ready  bool              // req's headers are prepared for the upstream
 	body   []byte            // the replayable body; nil when streamed
 	stream io.Reader         // the body when not replayable
 	sent   bool              // stream was given to an attempt
@@ -87,9 +89,7 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 			permit = p
 		}
 	}
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	x.build(req, t)
+	req := x.prepare(t)
 	resp := fasthttp.AcquireResponse()
 	t.inflight.Add(1)
 	start := time.Now()
@@ -142,25 +142,37 @@ func (x *exchange) take(resp *fasthttp.Response) {
 	x.releasePrev()
 }
 
-// build writes the upstream request for target t into out.
-func (x *exchange) build(out *fasthttp.Request, t *target) {
-	x.req.Header.CopyTo(&out.Header)
-	removeHop(&out.Header)
-	out.Header.SetHost(t.client.Addr)
-	out.UseHostHeader = true
-	if t.client.IsTLS {
-		out.URI().SetScheme("https")
+// prepare makes the client's request the upstream request for target t:
+// hop-by-hop headers go (once), X-Forwarded-* are set (once), and Host and
+// scheme name t. Sending the client's request itself, rather than a copy,
+// saves copying its headers; every change is the same on a retry.
+func (x *exchange) prepare(t *target) *fasthttp.Request {
+	req := x.req
+	if !x.ready {
+		x.ready = true
+		x.host = append([]byte(nil), req.Header.Host()...)
+		removeHop(&req.Header)
+		req.Header.Set("X-Forwarded-For", x.xff)
+		req.Header.SetBytesV("X-Forwarded-Host", x.host)
+		req.Header.Set("X-Forwarded-Proto", "http")
+		switch {
+		case x.stream != nil:
+			req.SetBodyStream(x.stream, req.Header.ContentLength())
+		case x.body != nil:
+			req.SetBodyRaw(x.body)
+		}
 	}
-	out.Header.Set("X-Forwarded-For", x.xff)
-	out.Header.SetBytesV("X-Forwarded-Host", x.req.Header.Host())
-	out.Header.Set("X-Forwarded-Proto", "http")
-	switch {
-	case x.stream != nil:
+	if x.stream != nil {
 		x.sent = true
-		out.SetBodyStream(x.stream, x.req.Header.ContentLength())
-	case x.body != nil:
-		out.SetBodyRaw(x.body)
 	}
+	req.Header.SetHost(t.client.Addr)
+	req.UseHostHeader = true
+	if t.client.IsTLS {
+		req.URI().SetScheme("https")
+	} else {
+		req.URI().SetScheme("http")
+	}
+	return req
 }
 
 // removeHop deletes the hop-by-hop headers, including those the Connection
@@ -219,8 +231,19 @@ func releaseResponse(resp *fasthttp.Response) {
 // slows the reading from the upstream instead of filling memory. The upstream
 // response is freed once the body has been sent.
 func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
-	copyHeaders(&ctx.Response.Header, &resp.Header)
-	ctx.Response.Header.SetStatusCode(resp.StatusCode())
+	h := &ctx.Response.Header
+	rl, pol := h.Peek("RateLimit"), h.Peek("RateLimit-Policy")
+	if len(rl) > 0 || len(pol) > 0 { // the gateway's own headers, set before the call
+		rl, pol = bytes.Clone(rl), bytes.Clone(pol)
+	}
+	resp.Header.CopyTo(h)
+	removeHop(h)
+	if len(rl) > 0 {
+		h.SetBytesV("RateLimit", rl)
+	}
+	if len(pol) > 0 {
+		h.SetBytesV("RateLimit-Policy", pol)
+	}
 	stream := resp.BodyStream()
 	if stream == nil || ctx.IsHead() || resp.StatusCode() == fasthttp.StatusNoContent || resp.StatusCode() == fasthttp.StatusNotModified {
 		cl := resp.Header.ContentLength()
@@ -235,21 +258,6 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 		size = -1 // chunked to the client, flushed per read
 	}
 	ctx.Response.SetBodyStream(&upstreamBody{r: stream, resp: resp}, size)
-}
-
-// copyHeaders adds the end-to-end headers of src to dst, keeping what dst
-// already has (the gateway's own RateLimit headers).
-func copyHeaders(dst, src *fasthttp.ResponseHeader) {
-	conn := src.Peek("Connection")
-	src.VisitAll(func(k, v []byte) {
-		if isHop(k, conn) {
-			return
-		}
-		dst.AddBytesKV(k, v)
-	})
-	if ct := src.ContentType(); len(ct) > 0 {
-		dst.SetContentTypeBytes(ct)
-	}
 }
 
 // isHop reports whether header k is hop-by-hop: a standard one, or one the
