@@ -34,6 +34,17 @@ func BenchmarkRateLimitAllow(b *testing.B) {
 			})
 		})
 	}
+	b.Run("sluice-sharded", func(b *testing.B) {
+		l, err := ratelimit.NewSharded(ratelimit.Limit{Limit: perSecond, Period: time.Second}, ratelimit.ShardedOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		parallel(b, func() {
+			if !l.Allow() {
+				b.Fatal("rejected")
+			}
+		})
+	})
 	b.Run("sluice-memory-store", func(b *testing.B) {
 		m := ratelimit.NewMemory(ratelimit.MemoryOptions{})
 		l := ratelimit.Limit{Algorithm: ratelimit.GCRA, Limit: perSecond, Period: time.Second}
@@ -52,8 +63,16 @@ func BenchmarkRateLimitAllow(b *testing.B) {
 			}
 		})
 	})
-	b.Run("failsafe-go", func(b *testing.B) {
+	b.Run("failsafe-go-bursty", func(b *testing.B) {
 		l := ratelimiter.NewBursty[any](perSecond, time.Second)
+		parallel(b, func() {
+			if !l.TryAcquirePermit() {
+				b.Fatal("rejected")
+			}
+		})
+	})
+	b.Run("failsafe-go-smooth", func(b *testing.B) {
+		l := ratelimiter.NewSmooth[any](perSecond, time.Second)
 		parallel(b, func() {
 			if !l.TryAcquirePermit() {
 				b.Fatal("rejected")

@@ -36,6 +36,33 @@ func BenchmarkLocalAllow(b *testing.B) {
 	}
 }
 
+// BenchmarkShardedAllow is Sharded.Allow on the real clock, in parallel on
+// one key: "admit" never runs out, so most calls only decrement their
+// shard; "reject" is exhausted, so every call goes to the shared state and
+// scans the shards.
+func BenchmarkShardedAllow(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		l    Limit
+	}{
+		{"admit", Limit{Limit: 1 << 40, Period: time.Second}},
+		{"reject", Limit{Limit: 1, Period: time.Hour}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			x, err := NewSharded(tc.l, ShardedOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					x.Allow()
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkLimiterAcquire is a Limiter over the default Memory store, on one
 // key, in parallel.
 func BenchmarkLimiterAcquire(b *testing.B) {

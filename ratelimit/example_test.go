@@ -98,3 +98,31 @@ func ExampleShaper() {
 	// <nil>
 	// <nil> 200ms
 }
+
+// Sharded spreads a hot key over shards, so that most calls touch only
+// their own shard's counter. A new limiter admits its whole burst at one
+// instant; once the shards have run dry, a burst can be short by what they
+// would hold (here 4 shards × 63 permits), never over the limit.
+func ExampleSharded() {
+	fc := clock.NewFake(time.Time{})
+	x, err := ratelimit.NewSharded(ratelimit.Limit{Limit: 1000, Period: time.Second},
+		ratelimit.ShardedOptions{Shards: 4, Clock: fc})
+	if err != nil {
+		panic(err)
+	}
+	burst := func() (n int) {
+		for x.Allow() {
+			n++
+		}
+		return n
+	}
+	fmt.Println(burst())
+	fc.Advance(time.Second)
+	fmt.Println(burst())
+	fc.Advance(time.Millisecond)
+	fmt.Println(burst())
+	// Output:
+	// 1000
+	// 748
+	// 1
+}
