@@ -65,8 +65,13 @@ type Store struct {
 // Redis is a connection to Redis for shared rate limits.
 type Redis struct {
 	// Addrs are host:port addresses. One address is a standalone server;
-	// several are the seeds of a Redis Cluster. Default 127.0.0.1:6379.
+	// several are the seeds of a Redis Cluster; with Sentinel, they are the
+	// Sentinels. Default 127.0.0.1:6379, or 127.0.0.1:26379 with Sentinel.
 	Addrs []string `yaml:"addrs"`
+	// Sentinel names the master set; when set, addrs are the Sentinels'
+	// addresses (Redis Sentinel) instead of a server or a Cluster's nodes.
+	// Default: none.
+	Sentinel string `yaml:"sentinel"`
 	// OnError is what a decision does while Redis is unreachable: "open"
 	// (allow), "closed" (reject) or "local" (default: apply the same limit
 	// per replica, in memory).

@@ -147,3 +147,38 @@ func TestEmptyAndMalformedFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisSentinel checks store.redis.sentinel: the master set name is
+// kept, addrs are the Sentinels' (127.0.0.1:26379 by default), and a name
+// with a space is refused.
+func TestRedisSentinel(t *testing.T) {
+	const routes = `
+upstreams: {a: {targets: ["http://127.0.0.1:1"]}}
+routes: [{name: r, upstream: a}]
+`
+	tests := []struct {
+		name, store string
+		sentinel    string
+		addrs       []string
+	}{
+		{"default addr", `{kind: redis, redis: {sentinel: mymaster}}`, "mymaster", []string{config.DefaultSentinelAddr}},
+		{"addrs", `{kind: redis, redis: {sentinel: m1, addrs: ["10.0.0.1:26379", "10.0.0.2:26379"]}}`, "m1", []string{"10.0.0.1:26379", "10.0.0.2:26379"}},
+		{"no sentinel", `{kind: redis}`, "", []string{config.DefaultRedisAddr}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse("s.yaml", []byte("store: "+tt.store+routes))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Store.Redis
+			if r.Sentinel != tt.sentinel || strings.Join(r.Addrs, ",") != strings.Join(tt.addrs, ",") {
+				t.Errorf("sentinel %q, addrs %v; want %q, %v", r.Sentinel, r.Addrs, tt.sentinel, tt.addrs)
+			}
+		})
+	}
+	_, err := config.Parse("s.yaml", []byte(`store: {kind: redis, redis: {sentinel: "my master"}}`+routes))
+	if want := `s.yaml:1:40: store.redis.sentinel: a master set name has no spaces, got "my master"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}

@@ -7,6 +7,9 @@ const (
 	DefaultListen      = "127.0.0.1:8080"
 	DefaultAdminListen = "127.0.0.1:9901"
 	DefaultRedisAddr   = "127.0.0.1:6379"
+	// DefaultSentinelAddr is the default of store.redis.addrs when
+	// store.redis.sentinel is set.
+	DefaultSentinelAddr = "127.0.0.1:26379"
 )
 
 func (c *Config) applyDefaults() {
@@ -30,6 +33,9 @@ func (c *Config) applyDefaults() {
 	def(&c.Store.Kind, "memory")
 	if len(c.Store.Redis.Addrs) == 0 {
 		c.Store.Redis.Addrs = []string{DefaultRedisAddr}
+		if c.Store.Redis.Sentinel != "" {
+			c.Store.Redis.Addrs = []string{DefaultSentinelAddr}
+		}
 	}
 	def(&c.Store.Redis.OnError, "local")
 	defDur(&c.Store.Redis.Timeout, 50*time.Millisecond)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -85,6 +86,9 @@ func (v *validator) config(c *Config) {
 	v.oneOf("store.redis.on_error", c.Store.Redis.OnError, []string{"open", "closed", "local"})
 	for i, a := range c.Store.Redis.Addrs {
 		v.hostPort(fmt.Sprintf("store.redis.addrs[%d]", i), a)
+	}
+	if strings.IndexFunc(c.Store.Redis.Sentinel, unicode.IsSpace) >= 0 {
+		v.at("store.redis.sentinel", "a master set name has no spaces, got %q", c.Store.Redis.Sentinel)
 	}
 	for i, p := range c.TrustedProxies {
 		if _, err := netip.ParsePrefix(p); err != nil {

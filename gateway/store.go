@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -10,17 +11,30 @@ import (
 	"github.com/sluicehq/sluice/ratelimit/redisstore"
 )
 
+// sentinelRefresh is how often a Sentinel client checks with the Sentinels
+// which server is the master, besides following their +switch-master
+// events.
+const sentinelRefresh = 5 * time.Second
+
 // newStore opens the rate-limit store the configuration asks for: memory,
-// or Redis with the operator's choice of what to do while Redis cannot
-// answer (open: admit; closed: reject; local: apply the same limits in this
-// process's memory).
+// or Redis (a server, a Cluster, or the master of a Sentinel set) with the
+// operator's choice of what to do while Redis cannot answer (open: admit;
+// closed: reject; local: apply the same limits in this process's memory).
 func newStore(c config.Store, g *Gateway) (*store, error) {
 	mem := ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: g.clock})
 	if c.Kind == "memory" {
 		return &store{Store: mem}, nil
 	}
 	mode := map[string]redisstore.ErrorMode{"open": redisstore.FailOpen, "closed": redisstore.FailClosed, "local": redisstore.Local}[c.Redis.OnError]
-	rs, err := redisstore.DialClient(rueidis.ClientOption{InitAddress: c.Redis.Addrs, Password: c.Redis.Password}, redisstore.Options{
+	co := rueidis.ClientOption{InitAddress: c.Redis.Addrs, Password: c.Redis.Password}
+	if c.Redis.Sentinel != "" {
+		// The client follows the master the Sentinels name, told of a
+		// failover by +switch-master; the periodic check recovers from a
+		// missed event, which would otherwise leave the client on a demoted
+		// master (READONLY) until a restart.
+		co.Sentinel = rueidis.SentinelOption{MasterSet: c.Redis.Sentinel, TopologyRefreshInterval: sentinelRefresh}
+	}
+	rs, err := redisstore.DialClient(co, redisstore.Options{
 		Prefix:   c.Redis.Prefix,
 		Timeout:  c.Redis.Timeout.D(),
 		OnError:  mode,

@@ -1,5 +1,7 @@
 // Package redistest starts real redis-server processes for tests, on free
-// ports of 127.0.0.1, and stops them when the test ends.
+// ports of 127.0.0.1, and stops them when the test ends: a standalone server
+// (Start, StartServer), a Redis Cluster (StartCluster), or a master with
+// replicas monitored by Redis Sentinel (StartSentinel).
 //
 // When redis-server is not on PATH the test is skipped, unless the
 // environment has SLUICE_REQUIRE_REDIS=1, in which case it fails: CI sets
@@ -7,8 +9,9 @@
 //
 // Servers keep no data on disk (no RDB, no AOF) and write their log to the
 // test's temporary directory; the log is printed when a server does not come
-// up. Waiting for a server is a bounded poll (PING every 10ms, for at most
-// 10s), the only waiting these helpers do.
+// up. Waiting is a bounded poll every 10ms, the only waiting these helpers
+// do: for at most 10s for a server, a Cluster or a Sentinel deployment to
+// come up, and 30s for a Sentinel failover.
 package redistest
 
 import (
@@ -46,6 +49,9 @@ type Server struct {
 	port int
 	dir  string
 	args []string
+	// conf, if set, is a sentinel's configuration file: the server runs
+	// as "redis-server conf --sentinel", configured by the file alone.
+	conf string
 
 	mu  sync.Mutex // protects cmd
 	cmd *exec.Cmd  // nil while stopped
@@ -63,17 +69,30 @@ func Start(t testing.TB) string {
 // is stopped when the test ends.
 func StartServer(t testing.TB, args ...string) *Server {
 	t.Helper()
+	return launch(t, hasCluster(args), func(s *Server) error {
+		s.args = args
+		return nil
+	})
+}
+
+// launch starts a server on a free port, set up by setup (which may write
+// files to s.dir), trying a few ports, and stops it when the test ends.
+func launch(t testing.TB, clusterBus bool, setup func(s *Server) error) *Server {
+	t.Helper()
 	bin := binary(t)
 	var lastErr error
 	for range 5 { // a free port can be taken by another process before we bind it
-		port, err := freePort(len(args) > 0 && hasCluster(args))
+		port, err := freePort(clusterBus)
 		if err != nil {
 			t.Fatalf("redistest: finding a free port: %v", err)
 		}
 		s := &Server{
 			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			t:    t, bin: bin, port: port, args: args,
+			t:    t, bin: bin, port: port,
 			dir: t.TempDir(),
+		}
+		if err := setup(s); err != nil {
+			t.Fatalf("redistest: setting up redis-server: %v", err)
 		}
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(s.Stop)
@@ -128,8 +147,17 @@ func (s *Server) Restart() {
 
 // Do sends one command to the server on a new connection and returns the
 // reply: a simple or bulk string, an integer as text, or an error for an
-// error reply. Arrays are not supported.
+// error reply. Arrays are not supported: see DoStrings.
 func (s *Server) Do(args ...string) (string, error) { return Do(s.Addr, args...) }
+
+// log returns the server's log file, or the error reading it.
+func (s *Server) log() string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
 
 func (s *Server) start() error {
 	s.mu.Lock()
@@ -138,24 +166,30 @@ func (s *Server) start() error {
 		return errors.New("already running")
 	}
 	logPath := filepath.Join(s.dir, "redis.log")
-	argv := append([]string{
-		"--port", strconv.Itoa(s.port),
-		"--bind", "127.0.0.1",
-		"--dir", s.dir,
-		"--save", "",
-		"--appendonly", "no",
-		"--logfile", logPath,
-		"--daemonize", "no",
-	}, s.args...)
+	argv := []string{s.conf, "--sentinel"}
+	if s.conf == "" {
+		argv = append([]string{
+			"--port", strconv.Itoa(s.port),
+			"--bind", "127.0.0.1",
+			"--dir", s.dir,
+			"--save", "",
+			"--appendonly", "no",
+			"--logfile", logPath,
+			"--daemonize", "no",
+		}, s.args...)
+	}
 	cmd := exec.Command(s.bin, argv...)
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	if err := waitReady(s.Addr, cmd); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		log, _ := os.ReadFile(logPath)
-		return fmt.Errorf("%w; log:\n%s", err, log)
+		return fmt.Errorf("%w; log:\n%s", err, s.log())
+	}
+	if s.conf != "" {
+		speedUpSentinel(s.Addr)
 	}
 	s.cmd = cmd
 	return nil
@@ -210,9 +244,55 @@ func StartCluster(t testing.TB, n int) []*Server {
 // Do sends one command to addr on a new connection and returns the reply as
 // Server.Do does.
 func Do(addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	v, err := command(addr, args...)
 	if err != nil {
 		return "", err
+	}
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case nil:
+		return "", errors.New("nil reply")
+	}
+	return "", fmt.Errorf("array reply to %s: use DoStrings", strings.Join(args, " "))
+}
+
+// DoStrings sends one command to addr on a new connection and returns an
+// array reply of strings (bulk strings or integers as text; a nil element
+// is ""). An error reply, a nil array or nested arrays are errors.
+func DoStrings(addr string, args ...string) ([]string, error) {
+	v, err := command(addr, args...)
+	if err != nil {
+		return nil, err
+	}
+	elems, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("reply to %s is %T, not an array", strings.Join(args, " "), v)
+	}
+	return strs(elems)
+}
+
+// strs converts the elements of an array reply to strings.
+func strs(elems []any) ([]string, error) {
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		switch e := e.(type) {
+		case string:
+			out[i] = e
+		case nil:
+		default:
+			return nil, fmt.Errorf("element %d is a nested array", i)
+		}
+	}
+	return out, nil
+}
+
+// command sends one command to addr on a new connection and returns its
+// reply as readReply does, or the error reply as an error.
+func command(addr string, args ...string) (any, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(readyTimeout))
@@ -222,34 +302,52 @@ func Do(addr string, args ...string) (string, error) {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
 	if _, err := io.WriteString(conn, b.String()); err != nil {
-		return "", err
+		return nil, err
 	}
-	r := bufio.NewReader(conn)
+	return readReply(bufio.NewReader(conn))
+}
+
+// readReply reads one RESP2 reply: a simple or bulk string, or an integer as
+// text, is a string; a nil bulk string or array is nil; an array is []any;
+// an error reply is returned as an error.
+func readReply(r *bufio.Reader) (any, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	line = strings.TrimSuffix(line, "\r\n")
 	if line == "" {
-		return "", errors.New("empty reply")
+		return nil, errors.New("empty reply")
 	}
 	switch line[0] {
 	case '+', ':':
 		return line[1:], nil
 	case '-':
-		return "", errors.New(line[1:])
-	case '$':
+		return nil, errors.New(line[1:])
+	case '$', '*':
 		size, err := strconv.Atoi(line[1:])
-		if err != nil || size < 0 {
-			return "", fmt.Errorf("nil or bad bulk reply %q", line)
+		if err != nil || size < -1 {
+			return nil, fmt.Errorf("bad reply %q", line)
 		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return "", err
+		if size == -1 {
+			return nil, nil
 		}
-		return string(buf[:size]), nil
+		if line[0] == '$' {
+			buf := make([]byte, size+2)
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return nil, err
+			}
+			return string(buf[:size]), nil
+		}
+		elems := make([]any, size)
+		for i := range elems {
+			if elems[i], err = readReply(r); err != nil {
+				return nil, err
+			}
+		}
+		return elems, nil
 	}
-	return "", fmt.Errorf("unsupported reply %q", line)
+	return nil, fmt.Errorf("unsupported reply %q", line)
 }
 
 // binary returns the path of redis-server, or skips (or fails) the test.

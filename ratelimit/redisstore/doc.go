@@ -97,6 +97,16 @@
 // second, with a sixth of the allocations. Its client also finds a Cluster
 // or a Sentinel master by itself, so New takes a rueidis.Client for
 // standalone, Sentinel and Cluster alike; Dial and DialClient make one.
+// Through Sentinel (TestSentinel: three sentinels) the decisions are those
+// of one server, and after a failover to a replica (TestSentinelFailover)
+// the store decides by the new master within seconds, with the state the
+// old one had replicated. Calls made during the switch may fail (and are
+// decided by Options.OnError), and what the old master admits after the
+// promotion, or had not yet replicated, is lost with it: a limit may admit
+// a little more than its quota across a failover (replication is
+// asynchronous). Set rueidis.SentinelOption.TopologyRefreshInterval:
+// without it a client that misses the +switch-master event stays on the
+// old master.
 //
 // # Cost
 //

@@ -36,8 +36,13 @@ func ExampleDial() {
 // Sentinel names, and fails closed while Redis cannot answer.
 func ExampleNew_sentinel() {
 	client, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:  []string{"127.0.0.1:26379", "127.0.0.1:26380", "127.0.0.1:26381"},
-		Sentinel:     rueidis.SentinelOption{MasterSet: "mymaster"},
+		InitAddress: []string{"127.0.0.1:26379", "127.0.0.1:26380", "127.0.0.1:26381"},
+		Sentinel: rueidis.SentinelOption{
+			MasterSet: "mymaster",
+			// Also check the master every 5s, in case a
+			// +switch-master event is missed.
+			TopologyRefreshInterval: 5 * time.Second,
+		},
 		DisableCache: true,
 	})
 	if err != nil {
