@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Measures sluice's gateway against nginx and a plain httputil.ReverseProxy in
-# one run: same upstream (nginx answering a small body), same load (wrk,
-# one thread, 64 connections), loopback only. Each proxy is measured ROUNDS
+# one run: same upstream (an nginx instance answering a small body), same
+# load (wrk, one thread, 64 connections), loopback only. sluice runs with a
+# rate limit, a circuit breaker and an adaptive concurrency limit on the
+# route. Each proxy is measured ROUNDS
 # times, interleaved, and the median is reported with its ratio to nginx.
 #
 #   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 by default
@@ -21,7 +23,9 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+	for pid in "$work/nginx.pid" "$work/upstream.pid"; do
+		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -29,6 +33,18 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port)
 
+# The upstream and the nginx proxy are separate nginx instances, so that the
+# proxy under test never shares its worker processes with the upstream.
+cat >"$work/upstream.conf" <<NGINX
+worker_processes auto;
+pid $work/upstream.pid;
+error_log $work/upstream-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  server { listen 127.0.0.1:$UP; location / { return 200 "hello from the upstream\n"; } }
+}
+NGINX
 cat >"$work/nginx.conf" <<NGINX
 worker_processes auto;
 pid $work/nginx.pid;
@@ -37,10 +53,10 @@ events { worker_connections 4096; }
 http {
   access_log off;
   upstream up { server 127.0.0.1:$UP; keepalive 256; }
-  server { listen 127.0.0.1:$UP; location / { return 200 "hello from the upstream\n"; } }
   server { listen 127.0.0.1:$NGX; location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }
 NGINX
+nginx -c "$work/upstream.conf"
 nginx -c "$work/nginx.conf"
 
 cat >"$work/sluice.yaml" <<YAML
