@@ -57,6 +57,9 @@ type Gateway struct {
 	log     *slog.Logger
 	metrics *telemetry.Metrics
 	clock   clock.Clock
+	// exchanges holds freed exchanges for reuse, which saves an allocation
+	// and a method value per request.
+	exchanges sync.Pool
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus

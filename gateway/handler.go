@@ -49,43 +49,78 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		defer ctx.SetConnectionClose()
 	}
 	client := clientIP(ctx, st.trusted)
+	x := g.newExchange(rt, &ctx.Request)
+	var rl []byte // the RateLimit header value, when the limit set one
 	if rt.limit != nil {
-		ok, retryAfter := rt.limit.allow(ctx, rt, client)
+		ok, retryAfter, v := rt.limit.allow(ctx, rt, client, x.rl[:0])
 		g.metrics.RateLimit(rt.name, ok)
 		if !ok {
+			rt.limit.setHeaders(&ctx.Response.Header, v) // writeError keeps them
 			writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
 			g.finish(ctx, rt, start, string(sluice.RateLimited))
 			return
 		}
+		rl = v
 	}
-	x := &exchange{rt: rt, req: &ctx.Request, xff: forwardedFor(ctx, st.trusted)}
+	x.xff = forwardedFor(x.xff[:0], ctx, st.trusted)
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
+		if rt.limit != nil {
+			rt.limit.setHeaders(&ctx.Response.Header, rl)
+		}
 		g.finish(ctx, rt, start, reason)
 		return
 	}
 	x.final = x.stream != nil || !idempotent(ctx.Method())
+	direct := !ctx.Request.Header.ConnectionClose()
+	if rt.limit != nil && (!direct || rt.group != nil) {
+		// Set now: they belong on every answer, and the paths below keep
+		// them. A direct response sets them once the upstream answered.
+		rt.limit.setHeaders(&ctx.Response.Header, rl)
+	}
 	if rt.group != nil && x.body == nil && x.stream == nil && (ctx.IsGet() || ctx.IsHead()) {
-		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x))
+		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x)) // x is not reused: the group holds its attempt
 		return
 	}
-	resp, err := sluice.Do(context.Background(), rt.guard, x.attempt)
+	if direct {
+		// The upstream's response is read straight into the client's, which
+		// saves a response and a copy of its headers. (Not when the client
+		// closes: the upstream connection, whose release looks at this
+		// response's Connection, would be closed with it.)
+		x.direct = &ctx.Response
+	}
+	resp, err := sluice.Do(context.Background(), rt.guard, x.call)
 	x.take(resp)
+	if x.direct != nil && rt.limit != nil {
+		rt.limit.setHeaders(&ctx.Response.Header, rl)
+	}
+	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
 	g.finish(ctx, rt, start, respond(ctx, rt, resp, err))
+}
+
+// newExchange returns an exchange for req on rt, reusing a freed one.
+func (g *Gateway) newExchange(rt *route, req *fasthttp.Request) *exchange {
+	x, _ := g.exchanges.Get().(*exchange)
+	if x == nil {
+		x = &exchange{}
+		x.call = x.attempt // made once: a method value allocates
+	}
+	x.rt, x.req = rt, req
+	return x
 }
 
 // respond writes the outcome of the route's chain: the upstream's response,
 // the route's fallback, or an error naming the reason. It returns the reason
 // for the log ("" when the upstream's response was sent).
 func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err error) string {
-	var serr *StatusError
-	if err == nil || (errors.As(err, &serr) && resp != nil && rt.fallback == nil) {
+	if err == nil {
 		sendResponse(ctx, resp)
-		if serr != nil {
-			return "upstream_status"
-		}
 		return ""
 	}
-	if resp != nil {
+	if serr := (*StatusError)(nil); errors.As(err, &serr) && resp != nil && rt.fallback == nil {
+		sendResponse(ctx, resp)
+		return "upstream_status"
+	}
+	if resp != nil && resp != &ctx.Response {
 		releaseResponse(resp)
 	}
 	code, reason, retryAfter := errorStatus(err)
@@ -134,16 +169,15 @@ func idempotent(method []byte) bool {
 	return false
 }
 
-// forwardedFor is the X-Forwarded-For to send upstream: the client's list
-// with the peer appended when the peer is a trusted proxy, else the peer
-// alone (a client's own header is never believed).
-func forwardedFor(ctx *fasthttp.RequestCtx, trusted trustedProxies) string {
+// forwardedFor appends to dst the X-Forwarded-For to send upstream: the
+// client's list with the peer appended when the peer is a trusted proxy,
+// else the peer alone (a client's own header is never believed).
+func forwardedFor(dst []byte, ctx *fasthttp.RequestCtx, trusted trustedProxies) []byte {
 	peer := peerAddr(ctx)
-	ps := peer.String()
 	if xff := ctx.Request.Header.Peek("X-Forwarded-For"); len(xff) > 0 && trusted.contains(peer) {
-		return string(xff) + ", " + ps
+		dst = append(append(dst, xff...), ", "...)
 	}
-	return ps
+	return peer.AppendTo(dst)
 }
 
 // errorStatus maps an error of the chain to a status, a reason and a

@@ -59,8 +59,7 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 type exchange struct {
 	rt     *route
 	req    *fasthttp.Request // the client's request, sent upstream as it is once prepared
-	host   []byte            // the client's Host, for X-Forwarded-Host
-	xff    string            // the X-Forwarded-For value to send
+	xff    []byte            // the X-Forwarded-For value to send
 	ready  bool              // req's headers are prepared for the upstream
 	body   []byte            // the replayable body; nil when streamed
 	stream io.Reader         // the body when not replayable
@@ -68,6 +67,17 @@ type exchange struct {
 	final  bool              // a failed attempt must not be retried
 	last   *target           // the target of the previous attempt
 	prev   *fasthttp.Response
+	// direct, when not nil, is the client's response, which attempts read
+	// the upstream's response into instead of a response of their own.
+	direct *fasthttp.Response
+	rl     [64]byte                                          // room for the RateLimit header value
+	call   func(context.Context) (*fasthttp.Response, error) // x.attempt
+}
+
+// reset clears x for reuse, keeping its buffers and call.
+func (x *exchange) reset() *exchange {
+	*x = exchange{xff: x.xff[:0], call: x.call}
+	return x
 }
 
 // attempt sends the request to one target and returns its response with the
@@ -90,7 +100,10 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 		}
 	}
 	req := x.prepare(t)
-	resp := fasthttp.AcquireResponse()
+	resp := x.direct
+	if resp == nil {
+		resp = fasthttp.AcquireResponse()
+	}
 	t.inflight.Add(1)
 	start := time.Now()
 	var err error
@@ -103,7 +116,9 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 	t.inflight.Add(-1)
 	lat := time.Since(start)
 	if err != nil {
-		fasthttp.ReleaseResponse(resp)
+		if resp != x.direct {
+			fasthttp.ReleaseResponse(resp)
+		}
 		ue := upstreamError(t, err)
 		permit.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue, Latency: lat})
 		if x.final && !ue.Connect {
@@ -128,10 +143,15 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 // releasePrev frees the response of an earlier attempt that a retry
 // supersedes.
 func (x *exchange) releasePrev() {
-	if x.prev != nil {
+	switch x.prev {
+	case nil:
+		return
+	case x.direct:
+		_ = x.prev.CloseBodyStream() // the next attempt resets the rest
+	default:
 		releaseResponse(x.prev)
-		x.prev = nil
 	}
+	x.prev = nil
 }
 
 // take hands the final response to the caller: it is no longer x's to free.
@@ -150,10 +170,10 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	req := x.req
 	if !x.ready {
 		x.ready = true
-		x.host = append([]byte(nil), req.Header.Host()...)
 		removeHop(&req.Header)
-		req.Header.Set("X-Forwarded-For", x.xff)
-		req.Header.SetBytesV("X-Forwarded-Host", x.host)
+		req.Header.SetBytesV("X-Forwarded-For", x.xff)
+		// Copied before SetHost below overwrites the client's Host.
+		req.Header.SetBytesV("X-Forwarded-Host", req.Header.Host())
 		req.Header.Set("X-Forwarded-Proto", "http")
 		switch {
 		case x.stream != nil:
@@ -180,16 +200,28 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 func removeHop(h interface {
 	Peek(string) []byte
 	Del(string)
+	DelBytes([]byte)
 }) {
-	for _, name := range bytes.Split(h.Peek("Connection"), []byte{','}) {
-		if name = bytes.TrimSpace(name); len(name) > 0 {
-			h.Del(string(name))
+	conn := h.Peek("Connection")
+	for len(conn) > 0 {
+		name := conn
+		if i := bytes.IndexByte(conn, ','); i >= 0 {
+			name, conn = conn[:i], conn[i+1:]
+		} else {
+			conn = nil
+		}
+		// The standard names go below; "close" and "keep-alive" are the
+		// usual values and name no header of their own.
+		if name = bytes.TrimSpace(name); len(name) > 0 && !isHop(name, nil) && !bytes.EqualFold(name, closeToken) {
+			h.DelBytes(name)
 		}
 	}
 	for _, name := range hopHeaders {
 		h.Del(name)
 	}
 }
+
+var closeToken = []byte("close")
 
 // upstreamError wraps a client error from target t in an *UpstreamError.
 func upstreamError(t *target, err error) *UpstreamError {
@@ -226,12 +258,32 @@ func releaseResponse(resp *fasthttp.Response) {
 	fasthttp.ReleaseResponse(resp)
 }
 
-// sendResponse copies an upstream response to the client. The body streams:
-// a chunked or unbounded body is flushed as it arrives, and a slow client
-// slows the reading from the upstream instead of filling memory. The upstream
-// response is freed once the body has been sent.
+// sendResponse sends an upstream response to the client: resp is either
+// the client's response itself, which the upstream's was read into, or a
+// response of its own, whose headers are copied and which is freed once its
+// body has been sent. The body streams: a chunked or unbounded body is
+// flushed as it arrives, and a slow client slows the reading from the
+// upstream instead of filling memory.
 func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	h := &ctx.Response.Header
+	if resp == &ctx.Response {
+		removeHop(h)
+		stream := resp.BodyStream()
+		switch {
+		case stream == nil:
+		case ctx.IsHead() || resp.StatusCode() == fasthttp.StatusNoContent || resp.StatusCode() == fasthttp.StatusNotModified:
+			cl := h.ContentLength()
+			_ = resp.CloseBodyStream()
+			if ctx.IsHead() && cl >= 0 {
+				h.SetContentLength(cl)
+			}
+		case h.ContentLength() < 0:
+			h.SetContentLength(-1) // chunked to the client, flushed per read
+		}
+		// fasthttp closes the stream, and so frees the upstream
+		// connection, once the body is sent (or the client is gone).
+		return
+	}
 	rl, pol := h.Peek("RateLimit"), h.Peek("RateLimit-Policy")
 	if len(rl) > 0 || len(pol) > 0 { // the gateway's own headers, set before the call
 		rl, pol = bytes.Clone(rl), bytes.Clone(pol)

@@ -24,39 +24,52 @@ type rateLimit struct {
 
 // key returns whose limit the request counts against.
 func (l *rateLimit) key(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr) string {
-	switch {
-	case l.byRoute:
+	if l.byRoute {
 		return rt.name
-	case l.header != "":
-		return rt.name + "|h|" + string(ctx.Request.Header.Peek(l.header))
 	}
-	return rt.name + "|ip|" + client.String()
+	var buf [128]byte
+	b := append(buf[:0], rt.name...)
+	if l.header != "" {
+		b = append(b, "|h|"...)
+		b = append(b, ctx.Request.Header.Peek(l.header)...)
+	} else {
+		b = append(b, "|ip|"...)
+		b = client.AppendTo(b)
+	}
+	return string(b)
 }
 
-// allow takes one event of the request's key. It sets the RateLimit and
-// RateLimit-Policy headers (IETF httpapi draft, structured-field form) and
-// returns whether the request may go on and, if not, when to retry.
-func (l *rateLimit) allow(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr) (bool, time.Duration) {
+// allow takes one event of the request's key. It returns whether the
+// request may go on and, if not, when to retry, and the RateLimit header
+// value (IETF httpapi draft, structured-field form) appended to dst, for
+// setHeaders (dst unchanged when the store failed: no header then).
+func (l *rateLimit) allow(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr, dst []byte) (bool, time.Duration, []byte) {
 	d, err := l.limiter.Allow(context.Background(), l.key(ctx, rt, client), 1)
 	if err != nil {
 		// The store failed (a Redis store applies its own on_error choice
 		// first; this is what is left) or is full: never over-admit.
 		if errors.Is(err, ratelimit.ErrFull) || l.onError == "closed" {
-			return false, time.Second
+			return false, time.Second, dst
 		}
-		return true, 0
+		return true, 0, dst
 	}
-	h := &ctx.Response.Header
-	h.SetBytesV("RateLimit-Policy", l.policy)
-	v := make([]byte, 0, 48)
-	v = append(v, '"')
+	v := append(dst, '"')
 	v = append(v, rt.name...)
 	v = append(v, `";r=`...)
 	v = strconv.AppendInt(v, int64(max(d.Remaining, 0)), 10)
 	v = append(v, ";t="...)
 	v = strconv.AppendInt(v, int64(ceilSeconds(d.ResetAfter)), 10)
-	h.SetBytesV("RateLimit", v)
-	return d.Allowed, d.RetryAfter
+	return d.Allowed, d.RetryAfter, v
+}
+
+// setHeaders sets RateLimit to value and RateLimit-Policy to the limit's
+// policy; it does nothing when value is empty (no decision was made).
+func (l *rateLimit) setHeaders(h *fasthttp.ResponseHeader, value []byte) {
+	if len(value) == 0 {
+		return
+	}
+	h.SetBytesV("RateLimit-Policy", l.policy)
+	h.SetBytesV("RateLimit", value)
 }
 
 // resetResponse clears the response for an answer of the gateway's own,

@@ -410,3 +410,50 @@ routes:
 		t.Fatal("the upstream was called")
 	}
 }
+
+// TestUpstreamConnectionClose checks that an upstream closing its
+// connection after each response closes neither the client's connection nor
+// loses the gateway's own headers: the client sends three requests on one
+// connection and gets three answers, each with its RateLimit header.
+func TestUpstreamConnectionClose(t *testing.T) {
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "ok")
+	})
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: all
+    upstream: up
+    policies:
+      rate_limit: {algorithm: gcra, limit: 1000, period: 1s, key: ip}
+`, up.URL))
+	conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(waitLimit))
+	br := bufio.NewReader(conn)
+	for i := 0; i < 3; i++ {
+		if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" || resp.Close {
+			t.Fatalf("request %d: status %d, body %q, close %v; want 200, \"ok\", kept open", i, resp.StatusCode, b, resp.Close)
+		}
+		if resp.Header.Get("RateLimit") == "" || resp.Header.Get("RateLimit-Policy") == "" {
+			t.Errorf("request %d: RateLimit headers missing: %v", i, resp.Header)
+		}
+	}
+	if n := up.calls.Load(); n != 3 {
+		t.Errorf("upstream calls %d, want 3", n)
+	}
+}
