@@ -457,3 +457,47 @@ routes:
 		t.Errorf("upstream calls %d, want 3", n)
 	}
 }
+
+// Hop-by-hop headers are stripped from an upstream's response whatever the
+// case of their names.
+func TestLowerCaseHopHeadersStripped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nkeep-alive: timeout=5\r\nconnection: x-secret\r\nx-secret: 1\r\nproxy-authenticate: Basic\r\nx-kept: yes\r\n\r\nok")
+			}(c)
+		}
+	}()
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, ln.Addr().String()))
+	resp, body := rawRequest(t, gw.Addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	for _, h := range []string{"Keep-Alive", "X-Secret", "Proxy-Authenticate"} {
+		if v := resp.Header.Get(h); v != "" {
+			t.Errorf("%s: %q was forwarded", h, v)
+		}
+	}
+	if resp.Header.Get("X-Kept") != "yes" {
+		t.Error("an end-to-end header was lost")
+	}
+}

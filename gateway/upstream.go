@@ -40,15 +40,14 @@ type passiveHealth interface {
 // never held whole in memory.
 func upstreamClient(u *url.URL, maxConns int) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
-		Addr:                          hostPort(u),
-		IsTLS:                         u.Scheme == "https",
-		MaxConns:                      maxConns,
-		MaxIdleConnDuration:           90 * time.Second,
-		StreamResponseBody:            true,
-		NoDefaultUserAgentHeader:      true,
-		DisableHeaderNamesNormalizing: true,
-		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-		MaxIdemponentCallAttempts:     1,
+		Addr:                      hostPort(u),
+		IsTLS:                     u.Scheme == "https",
+		MaxConns:                  maxConns,
+		MaxIdleConnDuration:       90 * time.Second,
+		StreamResponseBody:        true,
+		NoDefaultUserAgentHeader:  true,
+		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		MaxIdemponentCallAttempts: 1,
 	}
 }
 
