@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
@@ -36,13 +36,14 @@ const (
 )
 
 // Sharded is a rate limit on one key in this process for keys too hot for
-// Local: most calls decrement the counter of one shard, picked at random and
-// on a cache line of its own, and read no clock.
+// Local: most calls decrement the counter of one shard, on a cache line of
+// its own, and read no clock. Calls on one P (see runtime.GOMAXPROCS) mostly
+// use the same shard, so that its line stays in one core's cache.
 //
 // The quota is GCRA's, as in Local, split in two. A shared arrival time
 // holds Capacity − S·H of it, and each of the S shards may hold up to H
-// permits, H = min(MaxBatch, 1 + Capacity/(2S)) − 1. A call picks a shard at
-// random and takes a permit from it; when the shard is empty, the call reads
+// permits, H = min(MaxBatch, 1 + Capacity/(2S)) − 1. A call takes a permit
+// from the shard its P used last; when the shard is empty, the call reads
 // the clock and reserves a batch of up to H+1 permits from the shared state
 // with one compare-and-swap, keeps one and leaves the rest in the shard. If
 // the shared state has no room, the call takes a permit from any other shard
@@ -72,9 +73,11 @@ type Sharded struct {
 	tat    atomic.Int64 // the shared state's theoretical arrival time, a clock.Nanotime reading
 	_      [cacheLine - 8]byte
 	p      atomic.Pointer[shardedParams]
-	shards []pocket // len a power of two; read-only after NewSharded
-	mask   uint32   // len(shards) − 1
-	batch  int64    // ShardedOptions.MaxBatch or its default
+	shards []pocket      // len a power of two; read-only after NewSharded
+	mask   uint32        // len(shards) − 1
+	hints  sync.Pool     // of *pocket, into shards: the shard each P uses
+	next   atomic.Uint32 // the shard the next new hint points at, mod len(shards)
+	batch  int64         // ShardedOptions.MaxBatch or its default
 	clock  clock.Clock
 	name   string
 }
@@ -136,6 +139,7 @@ func NewSharded(l Limit, opts ShardedOptions) (*Sharded, error) {
 	if x.batch == 0 {
 		x.batch = defaultMaxBatch
 	}
+	x.hints.New = func() any { return &x.shards[x.next.Add(1)&x.mask] }
 	if err := x.SetLimit(l); err != nil {
 		return nil, err
 	}
@@ -182,14 +186,18 @@ func (x *Sharded) Limit() Limit { return x.p.Load().limit }
 
 // Allow reports whether one event may happen now, and consumes it if so.
 func (x *Sharded) Allow() bool {
-	s := &x.shards[rand.Uint32()&x.mask]
+	// The pool keeps one hint per P, so calls on one P use one shard and
+	// its cache line does not bounce between cores as it does when shards
+	// are picked at random. A hint the pool drops (at a GC, say) is
+	// replaced by one for the next shard in turn; hints only choose among
+	// the fixed shards, so the bounds above do not depend on them.
+	s := x.hints.Get().(*pocket)
 	// Reading first leaves an empty shard's cache line shared between
 	// cores, so that calls rejected while the limit is exhausted write
 	// nothing.
-	if s.n.Load() > 0 && s.n.Add(-1) >= 0 {
-		return true
-	}
-	return x.allowSlow(s)
+	ok := s.n.Load() > 0 && s.n.Add(-1) >= 0 || x.allowSlow(s)
+	x.hints.Put(s)
+	return ok
 }
 
 // allowSlow decides an event whose shard s was found empty: refill s, or
