@@ -55,11 +55,11 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange) st
 		defer releaseResponse(resp)
 		sr := &sharedResponse{status: resp.StatusCode()}
 		conn := resp.Header.Peek("Connection")
-		resp.Header.VisitAll(func(k, v []byte) {
+		for k, v := range resp.Header.All() {
 			if !isHop(k, conn) {
 				sr.headers = append(sr.headers, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 			}
-		})
+		}
 		if stream := resp.BodyStream(); stream != nil {
 			body, rerr := io.ReadAll(io.LimitReader(stream, maxSharedBody+1))
 			if rerr != nil {

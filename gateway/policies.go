@@ -23,19 +23,18 @@ import (
 // were built from: a reload reuses every instance whose settings did not
 // change, so breaker windows, budgets and adaptive limits carry over.
 type routePolicies struct {
-	rateCfg     *config.RateLimit
-	rate        *rateLimit
-	rateStore   *store // the store rate was built on
-	retryCfg    *config.Retry
-	retry       *retry.Retry
-	breakerCfg  *config.CircuitBreaker
-	breaker     *breaker.Breaker
-	concCfg     *config.Concurrency
-	bulkhead    *concurrency.Bulkhead
-	adaptive    *concurrency.Limiter
-	timeout     time.Duration
-	group       *coalesce.Group[string, *sharedResponse]
-	adaptiveAlg string
+	rateCfg    *config.RateLimit
+	rate       *rateLimit
+	rateStore  *store // the store rate was built on
+	retryCfg   *config.Retry
+	retry      *retry.Retry
+	breakerCfg *config.CircuitBreaker
+	breaker    *breaker.Breaker
+	concCfg    *config.Concurrency
+	bulkhead   *concurrency.Bulkhead
+	adaptive   *concurrency.Limiter
+	timeout    time.Duration
+	group      *coalesce.Group[string, *sharedResponse]
 }
 
 // buildRoute builds a route of st from its configuration, reusing old's

@@ -192,17 +192,6 @@ func firstAt(guess float64, lo int64, ok func(e int64) bool) int64 {
 	return e
 }
 
-// ceilDuration rounds a non-negative number of nanoseconds up to a Duration.
-func ceilDuration(ns float64) time.Duration {
-	if ns <= 0 {
-		return 0
-	}
-	if ns >= maxHorizon {
-		return maxHorizon
-	}
-	return time.Duration(math.Ceil(ns))
-}
-
 // floorDiv is a/b rounded towards minus infinity, for b > 0.
 func floorDiv(a, b int64) int64 {
 	q := a / b

@@ -113,7 +113,6 @@ type Result struct {
 type segAcc struct {
 	optimum, load            float64
 	users, good, timeouts    int64
-	rejected                 int64
 	attempts, attemptRejects int64
 	classUsers, classGood    [maxClasses]int64
 	lat, ideal               *histogram
