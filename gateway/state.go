@@ -61,7 +61,7 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	for _, rc := range cfg.Routes {
 		r, err := buildRoute(rc, st, oldRoutes[rc.Name], g)
 		if err != nil {
-			st.closeNew(old)
+			st.close(old)
 			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
 		}
 		st.routes = append(st.routes, r)
@@ -72,26 +72,15 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	return st, nil
 }
 
-// closeNew frees what a failed build made that old does not share.
-func (s *state) closeNew(old *state) {
+// close stops what s has that other does not share: after a reload other
+// is the next state, after a failed build the old one, at shutdown nil.
+func (s *state) close(other *state) {
 	for name, p := range s.pools {
-		if old == nil || old.pools[name] != p {
+		if other == nil || other.pools[name] != p {
 			p.stop()
 		}
 	}
-	if old == nil || old.store != s.store {
-		s.store.close()
-	}
-}
-
-// close stops what s has that next (nil at shutdown) does not reuse.
-func (s *state) close(next *state) {
-	for name, p := range s.pools {
-		if next == nil || next.pools[name] != p {
-			p.stop()
-		}
-	}
-	if next == nil || next.store != s.store {
+	if other == nil || other.store != s.store {
 		s.store.close()
 	}
 }
