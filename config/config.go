@@ -127,6 +127,12 @@ type Upstream struct {
 	// Health enables active health checks; passive health (a breaker per
 	// target) is always on.
 	Health *Health `yaml:"health"`
+	// IdleTimeout is how long a keep-alive connection to a target may sit
+	// unused before sluice closes it. Default 4s: below the keep-alive
+	// timeouts of common servers (Node.js 5s, nginx 75s), so that sluice
+	// closes an idle connection before the target does. Keep it below the
+	// target's own.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 }
 
 // Health configures active health checks of an upstream's targets.

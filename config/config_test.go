@@ -44,6 +44,7 @@ routes:
 		{"admin", c.Admin.Listen, "127.0.0.1:9901"},
 		{"store", c.Store.Kind, "memory"},
 		{"balance", c.Upstreams["a"].Balance, "round_robin"},
+		{"idle timeout", c.Upstreams["a"].IdleTimeout.D(), 4 * time.Second},
 		{"prefix", c.Routes[0].Match.PathPrefix, "/"},
 		{"rl algorithm", p.RateLimit.Algorithm, "gcra"},
 		{"rl period", p.RateLimit.Period.D(), time.Second},

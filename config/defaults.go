@@ -55,6 +55,7 @@ func (c *Config) applyDefaults() {
 			continue
 		}
 		def(&u.Balance, "round_robin")
+		defDur(&u.IdleTimeout, 4*time.Second)
 		if u.Health != nil {
 			defDur(&u.Health.Interval, 5*time.Second)
 			defDur(&u.Health.Timeout, time.Second)

@@ -158,6 +158,9 @@ func (v *validator) upstream(path string, u *Upstream) {
 		}
 	}
 	v.oneOf(path+".balance", u.Balance, Balancers)
+	if u.IdleTimeout < 0 {
+		v.at(path+".idle_timeout", "cannot be negative")
+	}
 	if h := u.Health; h != nil && !strings.HasPrefix(h.Path, "/") {
 		v.at(path+".health.path", "want a path starting with /, got %q", h.Path)
 	}

@@ -501,3 +501,36 @@ routes:
 		t.Error("an end-to-end header was lost")
 	}
 }
+
+// TestStaleUpstreamConnection checks what happens when a target closes a
+// pooled keep-alive connection (as servers do with idle ones): an
+// idempotent request is sent again on a new connection, unseen by the
+// client; a POST, which the target might have processed, is not.
+func TestStaleUpstreamConnection(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"], idle_timeout: 1h}
+routes:
+  - name: all
+    upstream: up
+`, up.URL))
+	c := newClient(t)
+	for i, tc := range []struct {
+		method string
+		code   int
+	}{
+		{"GET", 200},
+		{"HEAD", 200},
+		{"PUT", 200},
+		{"POST", 502},
+	} {
+		if r := do(t, c, "GET", gw.URL+"/warm", nil, nil); r.Code != 200 {
+			t.Fatalf("warm-up %d: %d", i, r.Code)
+		}
+		up.CloseClientConnections() // the pooled connection is now closed by the target
+		if r := do(t, c, tc.method, gw.URL+"/", nil, strings.NewReader("x")); r.Code != tc.code {
+			t.Errorf("%s on a closed pooled connection: %d, want %d", tc.method, r.Code, tc.code)
+		}
+	}
+}

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -37,18 +40,31 @@ type passiveHealth interface {
 
 // upstreamClient returns the connection pool of one target. Responses are
 // streamed so that a slow client paces the upstream and large bodies are
-// never held whole in memory.
-func upstreamClient(u *url.URL, maxConns int) *fasthttp.HostClient {
+// never held whole in memory. A connection unused for idle is closed.
+func upstreamClient(u *url.URL, maxConns int, idle time.Duration) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
 		Addr:                      hostPort(u),
 		IsTLS:                     u.Scheme == "https",
 		MaxConns:                  maxConns,
-		MaxIdleConnDuration:       90 * time.Second,
+		MaxIdleConnDuration:       idle,
 		StreamResponseBody:        true,
 		NoDefaultUserAgentHeader:  true,
-		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-		MaxIdemponentCallAttempts: 1,
+		RetryIfErr:                retryStale,
+		MaxIdemponentCallAttempts: 2,
 	}
+}
+
+// retryStale lets the client send a request once more, on another
+// connection, when a pooled connection turns out to have been closed by the
+// target (it closed an idle connection as the request went out): the target
+// sent no response byte, and a request that is idempotent may be sent
+// again, as Go's net/http does. Any other error is the attempt's own, for
+// the route's retry policy to judge. (The client never calls this for a
+// streamed body or a failed dial.)
+func retryStale(req *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
+	stale := errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return false, stale && (idempotent(req.Header.Method()) || len(req.Header.Peek("Idempotency-Key")) > 0)
 }
 
 func hostPort(u *url.URL) string {
@@ -152,7 +168,7 @@ func newPool(name string, cfg *config.Upstream, g *Gateway) *pool {
 	p := &pool{name: name, cfg: cfg, pick: balancers[cfg.Balance], clock: g.clock, log: g.log, done: make(chan struct{})}
 	for _, raw := range cfg.Targets {
 		u, _ := url.Parse(raw) // validated by config
-		t := &target{url: raw, client: upstreamClient(u, 4096)}
+		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D())}
 		t.healthy.Store(true)
 		b, err := breaker.New(breaker.Options{
 			Name:                "target " + raw,
