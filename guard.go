@@ -66,6 +66,12 @@ func (g *Guard) WithClassifier(c Classifier) *Guard {
 	return &cp
 }
 
+// Classify returns the Class g's Classifier gives a call that ran with ctx
+// and returned err. Policies and adapters that build a call's Outcome
+// themselves (httpguard) classify errors with it, so that a Classifier given
+// to WithClassifier applies to their calls too.
+func (g *Guard) Classify(ctx context.Context, err error) Class { return g.classify(ctx, err) }
+
 // WithClock returns a copy of g that measures latency on c. A nil c means
 // clock.Real.
 func (g *Guard) WithClock(c clock.Clock) *Guard {

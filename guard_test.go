@@ -218,6 +218,12 @@ func TestCustomClassifier(t *testing.T) {
 	if a.outcomes[0].Class != sluice.Success {
 		t.Fatalf("class = %v, want success", a.outcomes[0].Class)
 	}
+	if c := g.Classify(context.Background(), notFound); c != sluice.Success {
+		t.Errorf("Classify(notFound) = %v, want success", c)
+	}
+	if c := sluice.New().Classify(context.Background(), notFound); c != sluice.Failure {
+		t.Errorf("default Classify(notFound) = %v, want failure", c)
+	}
 }
 
 func TestGuardAsPolicy(t *testing.T) {

@@ -24,9 +24,10 @@ var errHandlerRan = fmt.Errorf("%w: the handler already ran", ErrNotReplayable)
 // Each attempt is classified (only Success and Failure feed breakers and
 // latency samples):
 //
-//   - the attempt's context was cancelled (the client went away): Ignored;
-//   - its deadline expired before the handler committed a response: Failure
-//     with the context's error;
+//   - the attempt's context was cancelled (the client went away), or its
+//     deadline expired before the handler committed a response: the
+//     guard's Classifier decides with the context's error (by default
+//     Ignored for a cancellation, Failure for a deadline);
 //   - the status is a failure (Options.IsFailure, default >= 500): Failure
 //     with a *StatusError whose RetryAfter comes from the handler's
 //     Retry-After header;
@@ -93,13 +94,11 @@ func (h *guardedHandler) attempt(ctx context.Context, rw *responseWriter, r *htt
 
 // outcome classifies the attempt that just ran the handler.
 func (h *guardedHandler) outcome(ctx context.Context, rw *responseWriter) sluice.Outcome {
-	if err := ctx.Err(); err != nil {
-		if errors.Is(err, context.Canceled) {
-			return sluice.Outcome{Class: sluice.Ignored, Err: err}
-		}
-		if !rw.committed {
-			return sluice.Outcome{Class: sluice.Failure, Err: err}
-		}
+	if err := ctx.Err(); err != nil && (errors.Is(err, context.Canceled) || !rw.committed) {
+		// The handler's own result is what it wrote; the context says
+		// whether it could finish. A response already committed before a
+		// deadline counts by its status.
+		return sluice.Outcome{Class: h.g.Classify(ctx, err), Err: err}
 	}
 	status := rw.status
 	if !rw.committed {

@@ -384,3 +384,31 @@ func TestMiddlewareResponseControllerUnwraps(t *testing.T) {
 		t.Errorf("status = %d", resp.StatusCode)
 	}
 }
+
+// The guard's Classifier decides what an attempt that ran out of time is.
+func TestMiddlewareUsesGuardClassifier(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	lenient := func(ctx context.Context, err error) sluice.Class {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return sluice.Ignored
+		}
+		return sluice.DefaultClassifier(ctx, err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    sluice.Classifier
+		want sluice.Class
+	}{
+		{"default", nil, sluice.Failure},
+		{"custom", lenient, sluice.Ignored},
+	} {
+		rec := newRecorder()
+		srv := serve(t, sluice.New(expired{}, rec).WithClassifier(tc.c), httpguard.Options{}, h)
+		get(t, srv.URL)
+		if o := <-rec.ch; o.Class != tc.want {
+			t.Errorf("%s classifier: class = %v, want %v", tc.name, o.Class, tc.want)
+		}
+	}
+}

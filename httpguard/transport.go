@@ -41,7 +41,8 @@ var (
 // (Options.IsFailure, default >= 500) is a Failure with a *StatusError
 // (carrying the response and its Retry-After), so breakers count it and
 // retry policies may retry it; any other response is a Success; an error is
-// a Failure, or Ignored when the attempt's context was cancelled.
+// classified by the guard's Classifier (sluice.Guard.Classify; by default a
+// Failure, or Ignored when the attempt's context was cancelled).
 //
 // What the caller gets: when the guard settles on a response, even one it
 // counted as a failure, RoundTrip returns that response and a nil error, so
@@ -202,11 +203,7 @@ func (rt *roundTrip) attempt(ctx context.Context) sluice.Result {
 	}
 	if err != nil {
 		link.release()
-		class := sluice.Failure
-		if errors.Is(ctx.Err(), context.Canceled) {
-			class = sluice.Ignored
-		}
-		res := sluice.Result{Outcome: sluice.Outcome{Class: class, Err: err, Latency: latency}}
+		res := sluice.Result{Outcome: sluice.Outcome{Class: rt.t.g.Classify(ctx, err), Err: err, Latency: latency}}
 		rt.record(res, nil)
 		return res
 	}

@@ -621,3 +621,23 @@ func (s straggler) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	<-s.entered
 	return r
 }
+
+// The guard's Classifier decides what a failed round trip is.
+func TestTransportUsesGuardClassifier(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	rec := newRecorder()
+	ignoreAll := func(context.Context, error) sluice.Class { return sluice.Ignored }
+	c := client(t, sluice.New(rec).WithClassifier(ignoreAll), httpguard.Options{}, nil)
+	if resp, err := c.Get("http://" + addr); err == nil {
+		resp.Body.Close()
+		t.Fatal("no error")
+	}
+	if o := <-rec.ch; o.Class != sluice.Ignored {
+		t.Errorf("class = %v, want ignored (the guard's classifier)", o.Class)
+	}
+}
