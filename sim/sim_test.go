@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"reflect"
@@ -494,6 +495,61 @@ func BenchmarkRun(b *testing.B) {
 	for b.Loop() {
 		if _, err := Run(sc, "oracle", fixed(16)); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestDefaultGoalsOverSeeds pins the goals of issue #4 that sluice's
+// Default meets on every seed: after capacity halves at a 1 ms service
+// time the limit converges within 2 s, and at 3× overload goodput stays
+// at least 95% with p99 at most 2× the no-load p99.
+func TestDefaultGoalsOverSeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs eight simulations")
+	}
+	var def Factory
+	for _, f := range Sluice() {
+		if f.Name == "default" {
+			def = f
+		}
+	}
+	tests := []struct {
+		scenario string
+		check    func(r *Result) string // "" when met
+	}{
+		{"capacity-half-1ms", func(r *Result) string {
+			if len(r.Conv) == 0 || !(r.Conv[0] <= 2) {
+				return fmt.Sprintf("converged in %v s, want ≤ 2 s", r.Conv)
+			}
+			return ""
+		}},
+		{"overload-3x", func(r *Result) string {
+			if r.Goodput < 0.95 || r.P99Ratio > 2 {
+				return fmt.Sprintf("goodput %.3f, p99 %.2f× no-load; want ≥ 0.95 and ≤ 2×", r.Goodput, r.P99Ratio)
+			}
+			return ""
+		}},
+	}
+	for _, tt := range tests {
+		for seed := uint64(1); seed <= 4; seed++ {
+			t.Run(fmt.Sprintf("%s/seed%d", tt.scenario, seed), func(t *testing.T) {
+				sc, err := Lookup(tt.scenario)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc.Seed = seed
+				if len(sc.Steps) > 0 {
+					// 10 s after the step are enough to see it settle.
+					sc.Duration = sc.Steps[0].At + 10*time.Second
+				}
+				r, err := RunFactory(sc, def)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if msg := tt.check(r); msg != "" {
+					t.Error(msg)
+				}
+			})
 		}
 	}
 }

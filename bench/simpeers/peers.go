@@ -57,5 +57,14 @@ func Peers() []sim.Factory {
 	}
 }
 
+// PeerNames returns the names of Peers' factories.
+func PeerNames() []string {
+	var names []string
+	for _, f := range Peers() {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
 // All returns sim.All (baselines and sluice's algorithms) followed by Peers.
 func All() []sim.Factory { return append(sim.All(), Peers()...) }

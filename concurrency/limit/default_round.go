@@ -91,7 +91,7 @@ func (d *Default) endRound(r round) {
 	if !binding {
 		d.binding, d.suspect, d.saturated = 0, 0, 0
 		d.free++
-		if r.rtt > d.base*(1+d.headroom) {
+		if r.rtt > d.base*(1+defaultQueued) {
 			// A queue the limit did not admit: demand beyond capacity, or
 			// a burst. Hold; if it persists the limit will bind.
 			return
@@ -105,7 +105,7 @@ func (d *Default) endRound(r round) {
 			// saturated downstream, not spare capacity.
 			return
 		}
-		target := max(d.slack*d.inflight, d.maxRate()*d.base*(1+d.headroom), d.b.initial)
+		target := max(d.slack*d.inflight, d.knee(d.maxRate()*d.base), d.b.initial)
 		d.limit = ema(d.limit, target, defaultLimitWeight)
 		return
 	}
@@ -123,7 +123,7 @@ func (d *Default) endRound(r round) {
 			// whose calls all started after the change), and let the
 			// drain's measure confirm (a queue) or undo it (a longer
 			// path).
-			if cut := r.rate * d.base * (1 + d.headroom); cut < defaultDrainGain*d.limit {
+			if cut := (1 + defaultQueued) * r.rate * d.base; cut < defaultDrainGain*d.limit {
 				d.startDrain(r, cut, true)
 				return
 			}
@@ -137,7 +137,7 @@ func (d *Default) endRound(r round) {
 	d.suspect = 0
 	d.saturated++
 	if d.sinceDrain >= min(d.drainEvery, defaultDrainStart<<d.drains) {
-		d.startDrain(r, d.limit*defaultDrainGain, false)
+		d.startDrain(r, math.Min(d.limit*defaultDrainGain, defaultDrainKnee*d.maxRate()*d.base), false)
 		return
 	}
 	// Little's law: the round's delivery rate × no-load latency × (1 +
@@ -145,7 +145,8 @@ func (d *Default) endRound(r round) {
 	// limit moves by the same ratio, (1 + Headroom) × no-load latency /
 	// latency, so that the rounding of the limit and the gap between the
 	// limit and the in-flight count do not bias it.
-	ratio := (1 + d.headroom) * d.base / r.rtt
+	d.fullLong = ema(d.fullLong, r.full, defaultRateLongWeight)
+	ratio := math.Max((1+d.headroom)*d.base/r.rtt, d.knee(r.inflight*d.base/r.rtt)/d.limit)
 	if ratio < 1 && d.binding < defaultPersist {
 		// A burst is not yet an overload.
 		return
@@ -168,7 +169,7 @@ func (d *Default) startDrain(r round, to float64, commit bool) {
 // longer, or the no-load latency is too low and the limit is below the knee,
 // where shrinking it only cuts the delivery rate. It requires d.mu.
 func (d *Default) ambiguous(rtt, rate float64) bool {
-	return rtt > d.base*(1+d.headroom) && rate < defaultSuspectRate*d.maxRate()
+	return rtt > d.base*(1+defaultQueued) && rate < defaultSuspectRate*d.maxRate()
 }
 
 // startProbe ends the measure before a probe and raises the limit for the
@@ -193,11 +194,12 @@ func (d *Default) endProbe(r round) {
 	if elasticity >= defaultElastic {
 		// A queue: the capacity fell. Adopt the measured rate at once.
 		d.resetRates(r.rate)
-		d.limit = r.rate * d.base * (1 + d.headroom)
+		d.limit = d.knee(r.rate * d.base)
 		return
 	}
-	if r.rtt < (1+defaultDrainReplace)*d.base {
-		// Neither a queue nor a longer path: noise. Undo the raise.
+	if r.rtt < (1+defaultDrainReplace)*d.base || math.Log(r.rate/d.pre.rate)/math.Log(grew) < defaultElastic {
+		// Neither a queue nor a longer path (whose delivery rate grows
+		// with the calls in flight): noise. Undo the raise.
 		d.limit /= defaultProbeGain
 		return
 	}
@@ -241,8 +243,13 @@ func (d *Default) endDrain(m round) {
 	if d.commit {
 		switch {
 		case elasticity >= defaultElastic && m.rate >= defaultDrainRate*d.pre.rate:
-			// Still queued: keep the lowered limit.
-			d.base = math.Min(d.base, m.rtt)
+			// Still queued: keep the lowered limit. Its latency is at
+			// most the no-load latency, but it is one noisy measure:
+			// it lowers a no-load latency averaged over several drains
+			// only when it is far below it.
+			if !d.baseFresh || m.rtt < (1-defaultDrainReplace)*d.base {
+				d.base = math.Min(d.base, m.rtt)
+			}
 			d.resetRates(m.rate)
 			return
 		case m.rtt > (1+defaultDrainReplace)*d.base && elasticity >= defaultElastic/2:
@@ -288,4 +295,19 @@ func (d *Default) maxRate() float64 {
 		m = math.Max(m, r)
 	}
 	return m
+}
+
+// knee returns the limit for a downstream whose knee (delivery rate ×
+// no-load latency) is k: k plus a queue of the larger of Headroom × k and
+// the calls that keep the workers busy at the measured overload. It
+// requires d.mu.
+func (d *Default) knee(k float64) float64 {
+	q := k * defaultQueueMax
+	if full := math.Min(d.fullLong, defaultFullMax); full > 0 {
+		// The overload ρ ≈ 1/(1 − full). Below the limit the in-flight
+		// count falls one call per step with probability 1/ρ, so that
+		// the workers idle with probability about ρ^−(q+1).
+		q = math.Min(q, math.Log(1/defaultIdleTarget)/-math.Log1p(-full)-1)
+	}
+	return k + math.Max(q, k*d.headroom)
 }

@@ -70,6 +70,14 @@ func run(names string, jsonOut bool, svg string, realtime bool) error {
 	if err := sim.WriteGoals(os.Stdout, res); err != nil {
 		return err
 	}
+	fmt.Println("\n# Default against each peer. Default wins when it does not collapse and its p99 is")
+	fmt.Println("# within 2× the no-load p99, and either its goodput is at most 1 point below the peer's")
+	fmt.Println("# with p99 at most 1.05× the peer's, or it leads one axis by a large margin (5 points of")
+	fmt.Println("# goodput, or p99 1.15× lower) losing at most 3 points or a factor 1.15 on the other.")
+	fmt.Println("# A peer that collapses or whose p99 exceeds 2× the no-load p99 is beaten.")
+	if err := simpeers.WriteVerdicts(os.Stdout, scs, res, simpeers.PeerNames()); err != nil {
+		return err
+	}
 	if !realtime {
 		return nil
 	}

@@ -11,7 +11,13 @@
 //	go run ./sim/cmd/sluice-sim -scenario capacity-half -workers 32 -load 2
 //	go run ./sim/cmd/sluice-sim -file my.json -alg default,gradient2 -json
 //	go run ./sim/cmd/sluice-sim -list
+//	go run ./sim/cmd/sluice-sim -seeds 4 -alg default   # seeds 1..4: worst case over seeds
+//	go run ./sim/cmd/sluice-sim -seeds 1,7,9
 //
+// With -seeds, every scenario runs once per seed; the table and the goals
+// of the first seed are printed, then the goals over all seeds: each
+// figure's worst value, its mean in brackets, and how many seeds met the
+// goal ("ok" only when all did). -json then holds every seed's runs.
 // Scenario flags (-workers, -service, -load, -step, ...) override the one
 // scenario named by -scenario, or the default scenario when none is named.
 // A scenario file is JSON in the format of sim.ScenarioFile; the scenarios
@@ -102,6 +108,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		retries   = fs.Int("retries", 0, "retries of a rejected request")
 		queue     = fs.Int("queue", 0, "admission queue length (0: reject at once)")
 		maxWait   = fs.Duration("maxwait", 0, "admission queue max wait")
+		seedList  = fs.String("seeds", "", "run every scenario with several seeds: N (seeds 1..N) or a comma-separated list")
 		steps     stepList
 	)
 	fs.Var(&steps, "step", "a step, repeatable: AT:workers=N | AT:delay=+D | AT:load=X, e.g. 30s:workers=8")
@@ -127,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	overridden := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "scenario", "file", "alg", "json", "svg", "list":
+		case "scenario", "file", "alg", "json", "svg", "list", "seeds":
 		default:
 			overridden = true
 		}
@@ -191,19 +198,43 @@ func run(args []string, stdout, stderr io.Writer) error {
 			scs = []sim.Scenario{base}
 		}
 	}
+	seeds, err := parseSeeds(*seedList)
+	if err != nil {
+		return err
+	}
+	all := scs
+	if seeds != nil {
+		all = nil
+		for _, seed := range seeds {
+			for _, sc := range scs {
+				sc.Seed = seed
+				all = append(all, sc)
+			}
+		}
+	}
 	start := time.Now()
-	results, err := sim.RunAll(scs, factories)
+	allResults, err := sim.RunAll(all, factories)
 	if err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
+	// runs[i] holds the results of the i-th seed, scenario-major.
+	per := len(scs) * len(factories)
+	var runs [][]*sim.Result
+	for i := 0; i < len(allResults); i += per {
+		runs = append(runs, allResults[i:i+per])
+	}
+	results := runs[0]
 	if *svgOut != "" {
 		if err := writeSVGs(*svgOut, scs, results); err != nil {
 			return err
 		}
 	}
 	if *jsonOut {
-		return sim.WriteJSON(stdout, scs, results)
+		return sim.WriteJSON(stdout, all, allResults)
+	}
+	if seeds != nil {
+		fmt.Fprintf(stdout, "# seed %d\n", seeds[0])
 	}
 	if err := sim.WriteTable(stdout, scs, results); err != nil {
 		return err
@@ -212,8 +243,50 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := sim.WriteGoals(stdout, results); err != nil {
 		return err
 	}
+	if len(runs) > 1 {
+		fmt.Fprintf(stdout, "\n# goals over seeds %s: worst [mean] seeds met\n", joinSeeds(seeds))
+		if err := sim.WriteGoalsSeeds(stdout, runs); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, "\n%d runs in %.1fs of wall time\n", len(results), elapsed.Seconds())
 	return nil
+}
+
+// parseSeeds parses -seeds: "" (nil: each scenario's own seed), "N" (seeds
+// 1 to N) or a comma-separated list of seeds.
+func parseSeeds(v string) ([]uint64, error) {
+	if v == "" {
+		return nil, nil
+	}
+	if !strings.Contains(v, ",") {
+		var n uint64
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 || n > 1000 {
+			return nil, fmt.Errorf("-seeds %q: want a count in [1, 1000] or a list of seeds", v)
+		}
+		seeds := make([]uint64, n)
+		for i := range seeds {
+			seeds[i] = uint64(i) + 1
+		}
+		return seeds, nil
+	}
+	var seeds []uint64
+	for _, f := range strings.Split(v, ",") {
+		var s uint64
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &s); err != nil {
+			return nil, fmt.Errorf("-seeds %q: %w", v, err)
+		}
+		seeds = append(seeds, s)
+	}
+	return seeds, nil
+}
+
+func joinSeeds(seeds []uint64) string {
+	var s []string
+	for _, x := range seeds {
+		s = append(s, fmt.Sprint(x))
+	}
+	return strings.Join(s, ",")
 }
 
 func pickFactories(all []sim.Factory, names string) ([]sim.Factory, error) {

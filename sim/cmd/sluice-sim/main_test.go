@@ -25,6 +25,10 @@ func TestRun(t *testing.T) {
 		{"flags override a scenario", []string{"-scenario", "overload-3x", "-duration", "5s", "-workers", "8",
 			"-step", "2s:workers=4,delay=+10ms", "-alg", "oracle"}, "overload-3x+flags"},
 		{"file", []string{"-file", file, "-alg", "oracle"}, "== f:"},
+		{"seeds", []string{"-scenario", "overload-3x", "-duration", "5s", "-alg", "oracle", "-seeds", "2"},
+			"goals over seeds 1,2"},
+		{"seed list", []string{"-scenario", "overload-3x", "-duration", "5s", "-alg", "oracle", "-seeds", "3,5"},
+			"2/2 ok"},
 		{"json and svg", []string{"-scenario", "overload-3x", "-duration", "5s", "-alg", "oracle", "-json",
 			"-svg", filepath.Join(dir, "p.svg")}, `"algorithm": "oracle"`},
 	}
@@ -49,7 +53,7 @@ func TestRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "p.svg")); err != nil {
 		t.Error(err)
 	}
-	for _, bad := range [][]string{{"-alg", "nope"}, {"-scenario", "nope"}, {"-step", "30s"}, {"-scenario", "a,b", "-workers", "3"}} {
+	for _, bad := range [][]string{{"-alg", "nope"}, {"-scenario", "nope"}, {"-step", "30s"}, {"-scenario", "a,b", "-workers", "3"}, {"-seeds", "0"}, {"-seeds", "1,x"}} {
 		var o bytes.Buffer
 		if err := run(bad, &o, &o); err == nil {
 			t.Errorf("%v: no error", bad)
