@@ -99,6 +99,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		NoDefaultDate:                true,
+		LazyRequestTime:              true, // the gateway times requests itself
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{g.log},
 	}
@@ -108,9 +109,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // headerReceived sets the body's limits once the headers are in: the
 // server's ReadTimeout is the header-read timeout (a client that does not
 // finish its headers in time is cut off, which defeats slow-header attacks),
-// and the body gets read_timeout and max_body_bytes.
-func (g *Gateway) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+// and the body gets read_timeout and max_body_bytes. A request without a
+// body has nothing more to read, so its read deadline is left alone (which
+// saves re-arming the connection's timer on every such request).
+func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	s := g.state.Load().cfg.Server
+	if h.ContentLength() == 0 {
+		return fasthttp.RequestConfig{MaxRequestBodySize: s.MaxBodyBytes}
+	}
 	return fasthttp.RequestConfig{ReadTimeout: s.ReadTimeout.D(), MaxRequestBodySize: s.MaxBodyBytes}
 }
 

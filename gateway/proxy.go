@@ -170,11 +170,11 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	req := x.req
 	if !x.ready {
 		x.ready = true
-		removeHop(&req.Header)
-		req.Header.SetBytesV("X-Forwarded-For", x.xff)
+		removeHopRequest(&req.Header)
+		req.Header.SetCanonical(hdrForwardedFor, x.xff)
 		// Copied before SetHost below overwrites the client's Host.
-		req.Header.SetBytesV("X-Forwarded-Host", req.Header.Host())
-		req.Header.Set("X-Forwarded-Proto", "http")
+		req.Header.SetCanonical(hdrForwardedHost, req.Header.Host())
+		req.Header.SetCanonical(hdrForwardedProto, valueHTTP)
 		switch {
 		case x.stream != nil:
 			req.SetBodyStream(x.stream, req.Header.ContentLength())
@@ -195,33 +195,53 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	return req
 }
 
-// removeHop deletes the hop-by-hop headers, including those the Connection
-// header names.
-func removeHop(h interface {
-	Peek(string) []byte
-	Del(string)
-	DelBytes([]byte)
-}) {
+// removeHopRequest and removeHopResponse delete the hop-by-hop headers,
+// including those the Connection header names. They look at each header
+// once and delete only what they find, so that a message without
+// hop-by-hop headers (most of them) costs one pass and no allocation. (Two
+// functions: ranging over the headers of a concrete type lets the compiler
+// keep the loop on the stack.)
+func removeHopRequest(h *fasthttp.RequestHeader) {
+	var buf [128]byte
+	names := buf[:0]
 	conn := h.Peek("Connection")
-	for len(conn) > 0 {
-		name := conn
-		if i := bytes.IndexByte(conn, ','); i >= 0 {
-			name, conn = conn[:i], conn[i+1:]
-		} else {
-			conn = nil
-		}
-		// The standard names go below; "close" and "keep-alive" are the
-		// usual values and name no header of their own.
-		if name = bytes.TrimSpace(name); len(name) > 0 && !isHop(name, nil) && !bytes.EqualFold(name, closeToken) {
-			h.DelBytes(name)
-		}
+	for k := range h.All() {
+		names = appendHop(names, k, conn)
 	}
-	for _, name := range hopHeaders {
-		h.Del(name)
+	for len(names) > 0 {
+		var name []byte
+		name, names = nextName(names)
+		h.DelBytes(name)
 	}
 }
 
-var closeToken = []byte("close")
+func removeHopResponse(h *fasthttp.ResponseHeader) {
+	var buf [128]byte
+	names := buf[:0]
+	conn := h.Peek("Connection")
+	for k := range h.All() {
+		names = appendHop(names, k, conn)
+	}
+	for len(names) > 0 {
+		var name []byte
+		name, names = nextName(names)
+		h.DelBytes(name)
+	}
+}
+
+// appendHop appends header name k and a 0 byte to names if k is hop-by-hop.
+func appendHop(names, k, conn []byte) []byte {
+	if isHop(k, conn) {
+		names = append(append(names, k...), 0)
+	}
+	return names
+}
+
+// nextName splits the first name off names that appendHop collected.
+func nextName(names []byte) (name, rest []byte) {
+	i := bytes.IndexByte(names, 0)
+	return names[:i], names[i+1:]
+}
 
 // upstreamError wraps a client error from target t in an *UpstreamError.
 func upstreamError(t *target, err error) *UpstreamError {
@@ -267,7 +287,7 @@ func releaseResponse(resp *fasthttp.Response) {
 func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	h := &ctx.Response.Header
 	if resp == &ctx.Response {
-		removeHop(h)
+		removeHopResponse(h)
 		stream := resp.BodyStream()
 		switch {
 		case stream == nil:
@@ -289,7 +309,7 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 		rl, pol = bytes.Clone(rl), bytes.Clone(pol)
 	}
 	resp.Header.CopyTo(h)
-	removeHop(h)
+	removeHopResponse(h)
 	if len(rl) > 0 {
 		h.SetBytesV("RateLimit", rl)
 	}
@@ -326,7 +346,13 @@ func isHop(k, connection []byte) bool {
 	if len(connection) == 0 {
 		return false
 	}
-	for _, name := range bytes.Split(connection, []byte{','}) {
+	for len(connection) > 0 {
+		name := connection
+		if i := bytes.IndexByte(connection, ','); i >= 0 {
+			name, connection = connection[:i], connection[i+1:]
+		} else {
+			connection = nil
+		}
 		if bytes.EqualFold(bytes.TrimSpace(name), k) {
 			return true
 		}

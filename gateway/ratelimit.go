@@ -68,9 +68,21 @@ func (l *rateLimit) setHeaders(h *fasthttp.ResponseHeader, value []byte) {
 	if len(value) == 0 {
 		return
 	}
-	h.SetBytesV("RateLimit-Policy", l.policy)
-	h.SetBytesV("RateLimit", value)
+	h.SetCanonical(hdrRateLimitPolicy, l.policy)
+	h.SetCanonical(hdrRateLimit, value)
 }
+
+// The names of the headers the gateway sets on every request or response,
+// in fasthttp's canonical form (as its Peek and Set normalize them):
+// SetCanonical saves normalizing them each time.
+var (
+	hdrRateLimit       = []byte("Ratelimit")
+	hdrRateLimitPolicy = []byte("Ratelimit-Policy")
+	hdrForwardedFor    = []byte("X-Forwarded-For")
+	hdrForwardedHost   = []byte("X-Forwarded-Host")
+	hdrForwardedProto  = []byte("X-Forwarded-Proto")
+	valueHTTP          = []byte("http")
+)
 
 // resetResponse clears the response for an answer of the gateway's own,
 // keeping the RateLimit and RateLimit-Policy headers the rate limit set:
