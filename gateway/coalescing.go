@@ -60,7 +60,9 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange) st
 				sr.headers = append(sr.headers, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 			}
 		}
-		if stream := resp.BodyStream(); stream != nil {
+		if stream := resp.BodyStream(); stream == nil {
+			sr.body = bytes.Clone(resp.Body()) // a small body, read whole
+		} else {
 			body, rerr := io.ReadAll(io.LimitReader(stream, maxSharedBody+1))
 			if rerr != nil {
 				return nil, &UpstreamError{Target: "coalesced", Err: rerr}

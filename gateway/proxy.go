@@ -106,13 +106,12 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 	}
 	t.inflight.Add(1)
 	start := time.Now()
-	var err error
+	var deadline time.Time
 	if dl, ok := ctx.Deadline(); ok {
 		// The deadline is on the gateway's clock (a fake one in tests).
-		err = t.client.DoTimeout(req, resp, dl.Sub(x.rt.clock.Now()))
-	} else {
-		err = t.client.Do(req, resp)
+		deadline = start.Add(dl.Sub(x.rt.clock.Now()))
 	}
+	err := roundTrip(t.client, req, resp, deadline)
 	t.inflight.Add(-1)
 	lat := time.Since(start)
 	if err != nil {
@@ -319,6 +318,9 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	stream := resp.BodyStream()
 	if stream == nil || ctx.IsHead() || resp.StatusCode() == fasthttp.StatusNoContent || resp.StatusCode() == fasthttp.StatusNotModified {
 		cl := resp.Header.ContentLength()
+		if stream == nil && !resp.SkipBody {
+			ctx.Response.SetBody(resp.Body()) // a small body, read whole
+		}
 		releaseResponse(resp)
 		if ctx.IsHead() && cl >= 0 {
 			ctx.Response.Header.SetContentLength(cl)

@@ -6,7 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -532,5 +535,106 @@ routes:
 		if r := do(t, c, tc.method, gw.URL+"/", nil, strings.NewReader("x")); r.Code != tc.code {
 			t.Errorf("%s on a closed pooled connection: %d, want %d", tc.method, r.Code, tc.code)
 		}
+	}
+}
+
+// TestUpstreamConnectionReuse checks that a response's connection goes back
+// to the pool once its body was sent whole, however the body was framed
+// (small, read whole; large, streamed; chunked, with or without trailers),
+// and that a connection the target closes is not.
+func TestUpstreamConnectionReuse(t *testing.T) {
+	large := strings.Repeat("0123456789abcdef", 8<<10) // 128 KiB: streamed
+	for _, tc := range []struct {
+		name  string
+		write func(w http.ResponseWriter)
+		body  string
+		reuse bool
+	}{
+		{"small", func(w http.ResponseWriter) { io.WriteString(w, "small") }, "small", true},
+		{"large", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(large)))
+			io.WriteString(w, large)
+		}, large, true},
+		{"chunked", func(w http.ResponseWriter) {
+			io.WriteString(w, "part 1, ")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "part 2")
+		}, "part 1, part 2", true},
+		{"trailer", func(w http.ResponseWriter) {
+			w.Header().Set("Trailer", "X-Sum")
+			io.WriteString(w, "with ")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "trailer")
+			w.Header().Set("X-Sum", "42")
+		}, "with trailer", true},
+		{"close", func(w http.ResponseWriter) {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Content-Length", strconv.Itoa(len(large)))
+			io.WriteString(w, large)
+		}, large, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var peers []string
+			up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				peers = append(peers, r.RemoteAddr)
+				mu.Unlock()
+				tc.write(w)
+			})
+			gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: all
+    upstream: up
+`, up.URL))
+			c := newClient(t)
+			for i := 0; i < 2; i++ {
+				if r := get(t, c, gw.URL+"/"); r.Code != 200 || r.Body != tc.body {
+					t.Fatalf("request %d: %d, body of %d bytes, want 200 and %d bytes", i, r.Code, len(r.Body), len(tc.body))
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if reused := peers[0] == peers[1]; reused != tc.reuse {
+				t.Errorf("connection reused = %v, want %v (peers %v)", reused, tc.reuse, peers)
+			}
+		})
+	}
+}
+
+// A target that closes before the end of a body it announced must not
+// leave the client with a body that looks whole, nor its connection in the
+// pool.
+func TestUpstreamTruncatedBody(t *testing.T) {
+	var calls atomic.Int64
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			io.WriteString(w, "fine")
+			return
+		}
+		conn, bw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		fmt.Fprintf(bw, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", 200<<10, strings.Repeat("x", 100<<10))
+		bw.Flush()
+		conn.Close()
+	})
+	gw := startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: all
+    upstream: up
+`, up.URL))
+	c := newClient(t)
+	if r, err := tryDo(c, "GET", gw.URL+"/", nil, nil); err == nil && len(r.Body) == 200<<10 {
+		t.Errorf("truncated body arrived whole: %d bytes", len(r.Body))
+	}
+	if r := get(t, c, gw.URL+"/"); r.Code != 200 || r.Body != "fine" {
+		t.Errorf("next request: %d %q, want 200 \"fine\"", r.Code, r.Body)
 	}
 }

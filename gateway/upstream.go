@@ -1,14 +1,11 @@
 package gateway
 
 import (
-	"errors"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -38,33 +35,16 @@ type passiveHealth interface {
 	Open() bool // reports whether the breaker rejects calls now
 }
 
-// upstreamClient returns the connection pool of one target. Responses are
-// streamed so that a slow client paces the upstream and large bodies are
-// never held whole in memory. A connection unused for idle is closed.
+// upstreamClient returns the connection pool of one target, for
+// roundTrip. A connection unused for idle is closed.
 func upstreamClient(u *url.URL, maxConns int, idle time.Duration) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
-		Addr:                      hostPort(u),
-		IsTLS:                     u.Scheme == "https",
-		MaxConns:                  maxConns,
-		MaxIdleConnDuration:       idle,
-		StreamResponseBody:        true,
-		NoDefaultUserAgentHeader:  true,
-		RetryIfErr:                retryStale,
-		MaxIdemponentCallAttempts: 2,
+		Addr:                     hostPort(u),
+		IsTLS:                    u.Scheme == "https",
+		MaxConns:                 maxConns,
+		MaxIdleConnDuration:      idle,
+		NoDefaultUserAgentHeader: true,
 	}
-}
-
-// retryStale lets the client send a request once more, on another
-// connection, when a pooled connection turns out to have been closed by the
-// target (it closed an idle connection as the request went out): the target
-// sent no response byte, and a request that is idempotent may be sent
-// again, as Go's net/http does. Any other error is the attempt's own, for
-// the route's retry policy to judge. (The client never calls this for a
-// streamed body or a failed dial.)
-func retryStale(req *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
-	stale := errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
-	return false, stale && (idempotent(req.Header.Method()) || len(req.Header.Peek("Idempotency-Key")) > 0)
 }
 
 func hostPort(u *url.URL) string {
