@@ -176,13 +176,13 @@ const (
 func NewLimiter(opts LimiterOptions) (*Limiter, error) {
 	var errs []error
 	if opts.Algorithm == nil {
-		errs = append(errs, errors.New("Algorithm is required"))
+		errs = append(errs, errors.New("option Algorithm is required"))
 	}
 	if opts.MaxQueue < 0 {
 		errs = append(errs, fmt.Errorf("MaxQueue must be >= 0, got %d", opts.MaxQueue))
 	}
 	if opts.Order > LIFO {
-		errs = append(errs, fmt.Errorf("Order must be FIFO or LIFO, got %d", opts.Order))
+		errs = append(errs, fmt.Errorf("option Order must be FIFO or LIFO, got %d", opts.Order))
 	}
 	if opts.MaxWait < 0 {
 		errs = append(errs, fmt.Errorf("MaxWait must be >= 0, got %v", opts.MaxWait))
@@ -191,7 +191,7 @@ func NewLimiter(opts LimiterOptions) (*Limiter, error) {
 		errs = append(errs, fmt.Errorf("DemandHold must be >= 0, got %v", opts.DemandHold))
 	}
 	if len(opts.Priorities) > NumPriorities {
-		errs = append(errs, fmt.Errorf("Priorities has %d entries, at most %d allowed", len(opts.Priorities), NumPriorities))
+		errs = append(errs, fmt.Errorf("option Priorities has %d entries, at most %d allowed", len(opts.Priorities), NumPriorities))
 	}
 	sum := 0.0
 	for i, sh := range opts.Priorities {
@@ -201,7 +201,7 @@ func NewLimiter(opts LimiterOptions) (*Limiter, error) {
 		sum += sh.Fraction
 	}
 	if sum > 1+1e-9 {
-		errs = append(errs, fmt.Errorf("Priorities fractions sum to %v, more than 1", sum))
+		errs = append(errs, fmt.Errorf("option Priorities: fractions sum to %v, more than 1", sum))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("concurrency: invalid limiter options: %w", err)

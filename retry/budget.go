@@ -75,13 +75,13 @@ type Budget struct {
 func NewBudget(opts BudgetOptions) (*Budget, error) {
 	var errs []error
 	if math.IsNaN(opts.Ratio) || math.IsInf(opts.Ratio, 0) {
-		errs = append(errs, fmt.Errorf("Ratio %v is not a finite number", opts.Ratio))
+		errs = append(errs, fmt.Errorf("option Ratio %v is not a finite number", opts.Ratio))
 	}
 	if math.IsNaN(opts.MinPerSecond) || math.IsInf(opts.MinPerSecond, 0) {
 		errs = append(errs, fmt.Errorf("MinPerSecond %v is not a finite number", opts.MinPerSecond))
 	}
 	if opts.Window < 0 || (opts.Window > 0 && opts.Window < budgetBuckets) {
-		errs = append(errs, fmt.Errorf("Window %v is below 10ns", opts.Window))
+		errs = append(errs, fmt.Errorf("option Window %v is below 10ns", opts.Window))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("retry: budget: %w", err)

@@ -183,17 +183,17 @@ func New(opts Options) (*Retry, error) {
 		errs = append(errs, fmt.Errorf("MaxAttempts %d is negative", opts.MaxAttempts))
 	}
 	if opts.Initial < 0 {
-		errs = append(errs, fmt.Errorf("Initial %v is negative", opts.Initial))
+		errs = append(errs, fmt.Errorf("option Initial %v is negative", opts.Initial))
 	}
 	if opts.Max < 0 {
-		errs = append(errs, fmt.Errorf("Max %v is negative", opts.Max))
+		errs = append(errs, fmt.Errorf("option Max %v is negative", opts.Max))
 	}
 	initial, maxDelay := bounds(opts.Initial, opts.Max)
 	if opts.Backoff == nil && opts.Max > 0 && opts.Max < initial {
-		errs = append(errs, fmt.Errorf("Max %v is below Initial %v", opts.Max, initial))
+		errs = append(errs, fmt.Errorf("option Max %v is below Initial %v", opts.Max, initial))
 	}
 	if m := opts.Multiplier; m != 0 && !(m >= 1 && !math.IsInf(m, 0)) {
-		errs = append(errs, fmt.Errorf("Multiplier %v is not a finite number of at least 1", m))
+		errs = append(errs, fmt.Errorf("option Multiplier %v is not a finite number of at least 1", m))
 	}
 	if !opts.Jitter.valid() {
 		errs = append(errs, fmt.Errorf("Jitter %d is unknown", opts.Jitter))
