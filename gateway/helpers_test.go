@@ -213,6 +213,17 @@ func startUpstream(t testing.TB, name string, h http.HandlerFunc) *upstream {
 	return u
 }
 
+// proxyTo starts a gateway with one route, without policies, to up.
+func proxyTo(t testing.TB, up *upstream) *testGateway {
+	return startGateway(t, parseConfig(t, `
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: all
+    upstream: up
+`, up.URL))
+}
+
 func (u *upstream) lastRequest() *http.Request {
 	u.mu.Lock()
 	defer u.mu.Unlock()

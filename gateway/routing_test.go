@@ -582,13 +582,7 @@ func TestUpstreamConnectionReuse(t *testing.T) {
 				mu.Unlock()
 				tc.write(w)
 			})
-			gw := startGateway(t, parseConfig(t, `
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - name: all
-    upstream: up
-`, up.URL))
+			gw := proxyTo(t, up)
 			c := newClient(t)
 			for i := 0; i < 2; i++ {
 				if r := get(t, c, gw.URL+"/"); r.Code != 200 || r.Body != tc.body {
@@ -623,13 +617,7 @@ func TestUpstreamTruncatedBody(t *testing.T) {
 		bw.Flush()
 		conn.Close()
 	})
-	gw := startGateway(t, parseConfig(t, `
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - name: all
-    upstream: up
-`, up.URL))
+	gw := proxyTo(t, up)
 	c := newClient(t)
 	if r, err := tryDo(c, "GET", gw.URL+"/", nil, nil); err == nil && len(r.Body) == 200<<10 {
 		t.Errorf("truncated body arrived whole: %d bytes", len(r.Body))
