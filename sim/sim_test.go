@@ -499,13 +499,19 @@ func BenchmarkRun(b *testing.B) {
 	}
 }
 
-// TestDefaultGoalsOverSeeds pins the goals of issue #4 that sluice's
-// Default meets on every seed: after capacity halves at a 1 ms service
-// time the limit converges within 2 s, and at 3× overload goodput stays
-// at least 95% with p99 at most 2× the no-load p99.
+// TestDefaultGoalsOverSeeds pins the goals of issue #4 (see Goals) that
+// sluice's Default meets on every seed from 1 to 4: at 3× overload goodput
+// stays at least 95% with p99 at most 2× the no-load p99; after capacity
+// halves at a 1 ms service time the limit converges within 2 s; the
+// limit's CV stays under 10% at 1.5×, 3× and 10×; it drifts less than 5%
+// over 30 minutes at 1.2×; at least 98% of requests are served after the
+// path's latency grows at 0.8× load; and at most 1% of bursty 80% load is
+// rejected. Capacity-half at 20 ms service misses its 2 s on three seeds
+// of four: what is pinned is that it converges within 20 s (about 60
+// rounds of 0.32 s; the 2 s goal at 1 ms allows about 125 rounds).
 func TestDefaultGoalsOverSeeds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs eight simulations")
+		t.Skip("runs 32 simulations")
 	}
 	var def Factory
 	for _, f := range Sluice() {
@@ -513,43 +519,59 @@ func TestDefaultGoalsOverSeeds(t *testing.T) {
 			def = f
 		}
 	}
-	tests := []struct {
-		scenario string
-		check    func(r *Result) string // "" when met
-	}{
-		{"capacity-half-1ms", func(r *Result) string {
-			if len(r.Conv) == 0 || !(r.Conv[0] <= 2) {
-				return fmt.Sprintf("converged in %v s, want ≤ 2 s", r.Conv)
-			}
-			return ""
-		}},
-		{"overload-3x", func(r *Result) string {
-			if r.Goodput < 0.95 || r.P99Ratio > 2 {
-				return fmt.Sprintf("goodput %.3f, p99 %.2f× no-load; want ≥ 0.95 and ≤ 2×", r.Goodput, r.P99Ratio)
-			}
-			return ""
-		}},
+	pinned := map[string]bool{
+		"3x: goodput≥95% p99≤2×": true,
+		"half@1ms: conv≤2s":      true,
+		"cv<10%":                 true,
+		"drift<5%":               true,
+		"latency: served≥98%":    true,
+		"bursty: rej≤1%":         true,
 	}
-	for _, tt := range tests {
-		for seed := uint64(1); seed <= 4; seed++ {
-			t.Run(fmt.Sprintf("%s/seed%d", tt.scenario, seed), func(t *testing.T) {
-				sc, err := Lookup(tt.scenario)
+	names := []string{"overload-1.5x", "overload-3x", "overload-10x", "capacity-half-1ms", "drift-1.2x", "latency-step",
+		"bursty-0.8x", "capacity-half"}
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			var scs []Scenario
+			for _, name := range names {
+				sc, err := Lookup(name)
 				if err != nil {
 					t.Fatal(err)
 				}
 				sc.Seed = seed
-				if len(sc.Steps) > 0 {
+				if name == "capacity-half-1ms" {
 					// 10 s after the step are enough to see it settle.
+					// (The others' figures depend on the run's length:
+					// they stay as in the goals.)
 					sc.Duration = sc.Steps[0].At + 10*time.Second
 				}
-				r, err := RunFactory(sc, def)
-				if err != nil {
-					t.Fatal(err)
+				scs = append(scs, sc)
+			}
+			results, err := RunAll(scs, []Factory{def})
+			if err != nil {
+				t.Fatal(err)
+			}
+			met := 0
+			for _, g := range Goals() {
+				if !pinned[g.Name] {
+					continue
 				}
-				if msg := tt.check(r); msg != "" {
-					t.Error(msg)
+				vals, ok, found := g.Measure(results, def.Name)
+				switch {
+				case !found:
+					t.Errorf("%s: scenario %s not run", g.Name, g.Scenario)
+				case !ok:
+					t.Errorf("%s: not met, figures %v", g.Name, vals)
 				}
-			})
-		}
+				met++
+			}
+			if met != len(pinned) {
+				t.Errorf("found %d of the %d pinned goals in Goals()", met, len(pinned))
+			}
+			for _, r := range results {
+				if r.Scenario == "capacity-half" && (len(r.Conv) == 0 || !(r.Conv[0] <= 20)) {
+					t.Errorf("capacity-half: converged in %v s, want ≤ 20 s", r.Conv)
+				}
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ type round struct {
 	inflight float64 // mean in-flight count at the start of its calls
 	drops    float64 // fraction of its samples that dropped
 	full     float64 // fraction of its samples that found the limit reached
+	peak     float64 // largest in-flight count of its samples
 }
 
 // endRound runs the state machine on a finished round. It requires d.mu.
@@ -53,6 +54,8 @@ func (d *Default) endRound(r round) {
 		return
 	}
 	d.pushRate(d.rate)
+	d.burstPeak = math.Max(r.peak, d.burstPeak*(1-defaultBurstPeakDecay))
+	d.capPeak = math.Max(d.rate, d.capPeak*(1-defaultPeakDecay))
 	d.rateLong = ema(d.rateLong, r.rate, defaultRateLongWeight)
 	if !d.baseFresh {
 		// The no-load latency is the first round's, which may have
@@ -77,6 +80,7 @@ func (d *Default) endRound(r round) {
 	}
 	// The round's calls started under this round's limit or the last one.
 	binding := r.inflight >= defaultBinding*math.Min(d.limit, d.prevLimit) || r.full >= defaultFullBinding
+	d.freeLong = ema(d.freeLong, b2f(!binding), defaultFreeWeight)
 	reached := binding && d.free > 0 || !binding && r.full >= defaultBurstFull
 	if reached && d.rateLong < defaultBurstUtil*d.maxRate() {
 		// The limit was reached for part of a free round, or in a binding
@@ -106,6 +110,10 @@ func (d *Default) endRound(r round) {
 			return
 		}
 		target := max(d.slack*d.inflight, d.knee(d.maxRate()*d.base), d.b.initial)
+		if d.freeLong >= defaultFreeLong {
+			// Mostly unsaturated: make room for the bursts seen lately.
+			target = math.Max(target, defaultBurstPeakGain*d.burstPeak)
+		}
 		d.limit = ema(d.limit, target, defaultLimitWeight)
 		return
 	}
@@ -115,6 +123,10 @@ func (d *Default) endRound(r round) {
 	d.free = 0
 	if d.ambiguous(r.rtt, d.rate) {
 		d.suspect++
+		// A queue at a lower delivery rate: the capacity may have
+		// fallen, so the floor remembers no more than the recent rates
+		// (else an unconfirmed cut left the limit at the old knee).
+		d.capPeak = math.Min(d.capPeak, d.maxRate())
 		strong := r.rtt > defaultStrongLatency*d.base && r.rate < defaultStrongRate*d.maxRate()
 		if d.saturated >= defaultPersist && (d.suspect >= 2 || strong) {
 			// The limit bound at full delivery rate before: the
@@ -135,7 +147,13 @@ func (d *Default) endRound(r round) {
 		return
 	}
 	d.suspect = 0
-	d.saturated++
+	if r.rtt < defaultStrongLatency*d.base {
+		// Only a round under twice the no-load latency is the queue of
+		// a limit near the knee, evidence of an overload before a
+		// slowdown: a longer path that reached a generous limit is
+		// not, and was cut as a lost capacity.
+		d.saturated++
+	}
 	if d.sinceDrain >= min(d.drainEvery, defaultDrainStart<<d.drains) {
 		d.startDrain(r, math.Min(d.limit*defaultDrainGain, defaultDrainKnee*d.maxRate()*d.base), false)
 		return
@@ -152,6 +170,9 @@ func (d *Default) endRound(r round) {
 		return
 	}
 	d.limit = ema(d.limit, d.limit*ratio, defaultLimitWeight)
+	// Never below the knee of the delivery rate the limit has reached:
+	// see defaultPeakDecay.
+	d.limit = math.Max(d.limit, (1+d.headroom)*d.capPeak*d.base)
 }
 
 // startDrain lowers the limit to to for a drain, after round r. A drain
@@ -285,7 +306,7 @@ func (d *Default) resetRates(rate float64) {
 		d.rates[i] = 0
 	}
 	d.rates[0], d.next = rate, 1
-	d.rate = rate
+	d.rate, d.capPeak = rate, rate
 }
 
 // maxRate returns the window's maximum delivery rate. It requires d.mu.
@@ -310,4 +331,12 @@ func (d *Default) knee(k float64) float64 {
 		q = math.Min(q, math.Log(1/defaultIdleTarget)/-math.Log1p(-full)-1)
 	}
 	return k + math.Max(q, k*d.headroom)
+}
+
+// b2f returns 1 for true and 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
