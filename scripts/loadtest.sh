@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Measures sluice's gateway against nginx and a plain httputil.ReverseProxy in
-# one run, beside the least proxy fasthttp (sluice's engine) can make
-# (bench/cmd/fasthttpproxy), which shows what the engine costs by itself.
+# one run, beside two ceilings: the least proxy fasthttp (sluice's engine)
+# can make (bench/cmd/fasthttpproxy), which shows what the engine costs by
+# itself, and the least event-loop proxy of nginx's design in Go
+# (bench/cmd/gnetproxy, a measuring tool that parses almost nothing).
 # Same upstream (an nginx instance answering a small body), same load (wrk,
 # one thread, CONNS connections), loopback only. sluice runs with a rate
 # limit, a circuit breaker and an adaptive concurrency limit on the route.
@@ -33,7 +35,7 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port); FH=$(free_port)
+UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port); FH=$(free_port); GN=$(free_port)
 
 # The upstream and the nginx proxy are separate nginx instances, so that the
 # proxy under test never shares its worker processes with the upstream.
@@ -76,18 +78,19 @@ routes:
       concurrency: {adaptive: {algorithm: default, min: 16, max: 1024, initial: 256}}
 YAML
 go build -o "$work/sluice" ./cmd/sluice
-(cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy)
+(cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy)
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
 "$work/reverseproxy" "127.0.0.1:$RP" "http://127.0.0.1:$UP" 2>"$work/rp.log" & pids+=($!)
 "$work/fasthttpproxy" "127.0.0.1:$FH" "127.0.0.1:$UP" 2>"$work/fh.log" & pids+=($!)
-for port in $NGX $RP $SL $FH; do
+"$work/gnetproxy" "127.0.0.1:$GN" "127.0.0.1:$UP" 2>"$work/gn.log" & pids+=($!)
+for port in $NGX $RP $SL $FH $GN; do
 	for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 done
 
 declare -A rps p99s
 for round in $(seq "$ROUNDS"); do
-	for name in nginx sluice fasthttp reverseproxy; do
-		case $name in nginx) port=$NGX ;; sluice) port=$SL ;; fasthttp) port=$FH ;; reverseproxy) port=$RP ;; esac
+	for name in nginx sluice fasthttp gnet reverseproxy; do
+		case $name in nginx) port=$NGX ;; sluice) port=$SL ;; fasthttp) port=$FH ;; gnet) port=$GN ;; reverseproxy) port=$RP ;; esac
 		out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$port/")
 		r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
 		p=$(echo "$out" | awk '$1=="99%" {print $2}')
@@ -97,7 +100,7 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 
-python3 - "${rps[nginx]}" "${p99s[nginx]}" "${rps[sluice]}" "${p99s[sluice]}" "${rps[fasthttp]}" "${p99s[fasthttp]}" "${rps[reverseproxy]}" "${p99s[reverseproxy]}" <<'PY'
+python3 - "${rps[nginx]}" "${p99s[nginx]}" "${rps[sluice]}" "${p99s[sluice]}" "${rps[fasthttp]}" "${p99s[fasthttp]}" "${rps[gnet]}" "${p99s[gnet]}" "${rps[reverseproxy]}" "${p99s[reverseproxy]}" <<'PY'
 import statistics, sys
 def ms(v):
     for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
@@ -106,7 +109,7 @@ def ms(v):
     return float(v)
 args = sys.argv[1:]
 rows = {}
-for i, name in enumerate(["nginx", "sluice", "bare fasthttp proxy", "httputil.ReverseProxy"]):
+for i, name in enumerate(["nginx", "sluice", "bare fasthttp proxy", "bare gnet event loop", "httputil.ReverseProxy"]):
     rps = statistics.median(float(x) for x in args[2*i].split())
     p99 = statistics.median(ms(x) for x in args[2*i+1].split())
     rows[name] = (rps, p99)
