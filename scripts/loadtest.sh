@@ -4,13 +4,15 @@
 # can make (bench/cmd/fasthttpproxy), which shows what the engine costs by
 # itself, and the least event-loop proxy of nginx's design in Go
 # (bench/cmd/gnetproxy, a measuring tool that parses almost nothing).
-# Same upstream (an nginx instance answering a small body), same load (wrk,
-# one thread, CONNS connections), loopback only. sluice runs with a rate
-# limit, a circuit breaker and an adaptive concurrency limit on the route.
-# Each proxy is measured ROUNDS times, interleaved, and the median is
-# reported with its ratio to nginx.
+# Same upstream (an nginx instance answering a small body), same load,
+# loopback only. sluice runs with a rate limit, a circuit breaker and an
+# adaptive concurrency limit on the route. Each proxy is measured ROUNDS times, interleaved, twice: at saturation
+# (wrk, one thread, CONNS connections: throughput) and at a fixed RATE of
+# requests per second that every proxy can carry (bench/cmd/fixedrate, open
+# loop: the latency a proxy adds). Medians are reported with their ratio to
+# nginx.
 #
-#   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 by default
+#   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 RATE=10000 by default
 #
 # Needs wrk and nginx (installed from Debian's packages when missing).
 set -euo pipefail
@@ -18,6 +20,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-64}
+RATE=${RATE:-10000}
 for bin in wrk nginx; do
 	if ! command -v $bin >/dev/null; then
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx >/dev/null
@@ -78,7 +81,7 @@ routes:
       concurrency: {adaptive: {algorithm: default, min: 16, max: 1024, initial: 256}}
 YAML
 go build -o "$work/sluice" ./cmd/sluice
-(cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy)
+(cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate)
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
 "$work/reverseproxy" "127.0.0.1:$RP" "http://127.0.0.1:$UP" 2>"$work/rp.log" & pids+=($!)
 "$work/fasthttpproxy" "127.0.0.1:$FH" "127.0.0.1:$UP" 2>"$work/fh.log" & pids+=($!)
@@ -87,34 +90,50 @@ for port in $NGX $RP $SL $FH $GN; do
 	for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 done
 
-declare -A rps p99s
+port_of() {
+	case $1 in nginx) echo "$NGX" ;; sluice) echo "$SL" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; esac
+}
+names="nginx sluice fasthttp gnet reverseproxy"
+results="$work/results"
+# Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
-	for name in nginx sluice fasthttp gnet reverseproxy; do
-		case $name in nginx) port=$NGX ;; sluice) port=$SL ;; fasthttp) port=$FH ;; gnet) port=$GN ;; reverseproxy) port=$RP ;; esac
-		out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$port/")
+	for name in $names; do
+		out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$(port_of "$name")/")
 		r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
 		p=$(echo "$out" | awk '$1=="99%" {print $2}')
-		rps[$name]="${rps[$name]:-} $r"
-		p99s[$name]="${p99s[$name]:-} $p"
-		echo "round $round  $name: $r req/s, p99 $p" >&2
+		echo "saturated $name $r $p" | tee -a "$results" >&2
+	done
+done
+# Latency at a fixed rate every proxy can carry (open loop).
+for round in $(seq "$ROUNDS"); do
+	for name in $names; do
+		out=$("$work/fixedrate" -url "http://127.0.0.1:$(port_of "$name")/" -rate "$RATE" -duration "$DURATION" -conns "$CONNS")
+		r=$(echo "$out" | awk '{print $2}' | tr -d /s)
+		p=$(echo "$out" | awk '{for (i = 1; i < NF; i++) if ($i == "p99") print $(i+1)}')
+		echo "fixed-rate $name $r $p" | tee -a "$results" >&2
 	done
 done
 
-python3 - "${rps[nginx]}" "${p99s[nginx]}" "${rps[sluice]}" "${p99s[sluice]}" "${rps[fasthttp]}" "${p99s[fasthttp]}" "${rps[gnet]}" "${p99s[gnet]}" "${rps[reverseproxy]}" "${p99s[reverseproxy]}" <<'PY'
-import statistics, sys
+python3 - "$results" "$RATE" <<'PY'
+import collections, statistics, sys
 def ms(v):
     for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
         if v.endswith(unit):
             return float(v[:-len(unit)]) * f
     return float(v)
-args = sys.argv[1:]
-rows = {}
-for i, name in enumerate(["nginx", "sluice", "bare fasthttp proxy", "bare gnet event loop", "httputil.ReverseProxy"]):
-    rps = statistics.median(float(x) for x in args[2*i].split())
-    p99 = statistics.median(ms(x) for x in args[2*i+1].split())
-    rows[name] = (rps, p99)
-base = rows["nginx"]
-print(f"{'proxy':24} {'req/s':>10} {'p99 ms':>8} {'req/s vs nginx':>15} {'p99 vs nginx':>13}")
-for name, (rps, p99) in rows.items():
-    print(f"{name:24} {rps:10.0f} {p99:8.2f} {rps/base[0]:15.2f} {p99/base[1]:13.2f}")
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    phase, name, rps, p99 = line.split()
+    runs[phase, name].append((float(rps), ms(p99)))
+label = {"nginx": "nginx", "sluice": "sluice", "fasthttp": "bare fasthttp proxy",
+         "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
+for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)")):
+    print(f"\n{title}: medians")
+    print(f"{'proxy':24} {'req/s':>10} {'p99 ms':>8} {'req/s vs nginx':>15} {'p99 vs nginx':>13}")
+    base = None
+    for name, text in label.items():
+        rs = runs[phase, name]
+        rps, p99 = statistics.median(r for r, _ in rs), statistics.median(p for _, p in rs)
+        base = base or (rps, p99)
+        print(f"{text:24} {rps:10.0f} {p99:8.2f} {rps/base[0]:15.2f} {p99/base[1]:13.2f}")
 PY
