@@ -105,21 +105,22 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 		resp = fasthttp.AcquireResponse()
 	}
 	t.inflight.Add(1)
-	start := time.Now()
 	var deadline time.Time
 	if dl, ok := ctx.Deadline(); ok {
 		// The deadline is on the gateway's clock (a fake one in tests).
-		deadline = start.Add(dl.Sub(x.rt.clock.Now()))
+		deadline = time.Now().Add(dl.Sub(x.rt.clock.Now()))
 	}
 	err := roundTrip(t.client, req, resp, deadline)
 	t.inflight.Add(-1)
-	lat := time.Since(start)
+	// The outcomes carry no latency: the passive-health breaker counts
+	// failures in a row only (it ignores latency), so the attempt is not
+	// timed.
 	if err != nil {
 		if resp != x.direct {
 			fasthttp.ReleaseResponse(resp)
 		}
 		ue := upstreamError(t, err)
-		permit.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue, Latency: lat})
+		permit.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue})
 		if x.final && !ue.Connect {
 			return nil, &finalError{ue}
 		}
@@ -127,14 +128,14 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 	}
 	if code := resp.StatusCode(); code >= 500 {
 		serr := &StatusError{Code: code, RetryAfter: retryAfterHeader(resp.Header.Peek("Retry-After"))}
-		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: serr, Latency: lat})
+		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: serr})
 		x.prev = resp
 		if x.final {
 			return resp, &finalError{serr}
 		}
 		return resp, serr
 	}
-	permit.Done(sluice.Outcome{Class: sluice.Success, Latency: lat})
+	permit.Done(sluice.Outcome{Class: sluice.Success})
 	x.prev = resp
 	return resp, nil
 }

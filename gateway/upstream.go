@@ -29,7 +29,8 @@ type target struct {
 	passive passiveHealth
 }
 
-// passiveHealth is what a target needs of its breaker.
+// passiveHealth is what a target needs of its breaker. The outcomes it is
+// given carry no latency (attempts are not timed for it).
 type passiveHealth interface {
 	sluice.Admitter
 	Open() bool // reports whether the breaker rejects calls now
