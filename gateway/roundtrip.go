@@ -85,27 +85,29 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 	}
 
 	br := hc.AcquireReader(conn)
-	done := func(reuse bool) {
-		hc.ReleaseReader(br)
-		if reuse {
-			hc.ReleaseConn(cc)
-		} else {
-			hc.CloseConn(cc)
-		}
-	}
-	if err := readResponse(br, resp, req.Header.IsHead()); err != nil {
-		done(false)
-		return timeoutError(err)
-	}
+	err = readResponse(br, resp, req.Header.IsHead())
 	// Decided now: the gateway strips the response's Connection header
 	// before the body is sent.
-	keep := !req.ConnectionClose() && !resp.ConnectionClose()
-	if resp.IsBodyStream() {
-		resp.BodyStream().(*connBody).start(br, keep, done)
-	} else {
-		done(keep)
+	keep := err == nil && !req.ConnectionClose() && !resp.ConnectionClose()
+	if err == nil && resp.IsBodyStream() {
+		// The connection is the body's until it has been read.
+		resp.BodyStream().(*connBody).start(br, keep, func(reuse bool) {
+			hc.ReleaseReader(br)
+			if reuse {
+				hc.ReleaseConn(cc)
+			} else {
+				hc.CloseConn(cc)
+			}
+		})
+		return nil
 	}
-	return nil
+	hc.ReleaseReader(br)
+	if keep {
+		hc.ReleaseConn(cc)
+	} else {
+		hc.CloseConn(cc)
+	}
+	return timeoutError(err)
 }
 
 // readResponse reads resp's headers from br, skipping interim (1xx)
@@ -143,6 +145,9 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 
 // timeoutError maps a network timeout to fasthttp.ErrTimeout.
 func timeoutError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var te interface{ Timeout() bool }
 	if errors.As(err, &te) && te.Timeout() {
 		return fasthttp.ErrTimeout
