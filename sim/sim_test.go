@@ -500,18 +500,25 @@ func BenchmarkRun(b *testing.B) {
 }
 
 // TestDefaultGoalsOverSeeds pins the goals of issue #4 (see Goals) that
-// sluice's Default meets on every seed from 1 to 4: at 3× overload goodput
-// stays at least 95% with p99 at most 2× the no-load p99; after capacity
+// sluice's Default meets on every seed from 1 to 7 (and on 30 seeds of
+// 1–32: the CV misses by under a point on seeds 16 and 25; more seeds
+// would take the package test under -race past a minute): at 3×
+// overload goodput stays at least 95% with p99 at most 2× the no-load
+// p99; after capacity
 // halves at a 1 ms service time the limit converges within 2 s; the
 // limit's CV stays under 10% at 1.5×, 3× and 10×; it drifts less than 5%
 // over 30 minutes at 1.2×; at least 98% of requests are served after the
 // path's latency grows at 0.8× load; and at most 1% of bursty 80% load is
 // rejected. Capacity-half at 20 ms service misses its 2 s on three seeds
-// of four: what is pinned is that it converges within 20 s (about 60
-// rounds of 0.32 s; the 2 s goal at 1 ms allows about 125 rounds).
+// of four: what is pinned, on seeds 1 to 4, is that it converges within
+// 20 s (about 60 rounds of 0.32 s; the 2 s goal at 1 ms allows about 125
+// rounds). With 8 workers its ±10% band ends one call above the limit
+// Default keeps at 3× (the knee and a queue of one call), so whether the
+// limit stays in the band is a matter of noise: 22 seeds of 32 converge
+// within 20 s, a few never.
 func TestDefaultGoalsOverSeeds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 32 simulations")
+		t.Skip("runs 56 simulations")
 	}
 	var def Factory
 	for _, f := range Sluice() {
@@ -529,7 +536,7 @@ func TestDefaultGoalsOverSeeds(t *testing.T) {
 	}
 	names := []string{"overload-1.5x", "overload-3x", "overload-10x", "capacity-half-1ms", "drift-1.2x", "latency-step",
 		"bursty-0.8x", "capacity-half"}
-	for seed := uint64(1); seed <= 4; seed++ {
+	for seed := uint64(1); seed <= 7; seed++ {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			var scs []Scenario
 			for _, name := range names {
@@ -568,7 +575,7 @@ func TestDefaultGoalsOverSeeds(t *testing.T) {
 				t.Errorf("found %d of the %d pinned goals in Goals()", met, len(pinned))
 			}
 			for _, r := range results {
-				if r.Scenario == "capacity-half" && (len(r.Conv) == 0 || !(r.Conv[0] <= 20)) {
+				if seed <= 4 && r.Scenario == "capacity-half" && (len(r.Conv) == 0 || !(r.Conv[0] <= 20)) {
 					t.Errorf("capacity-half: converged in %v s, want ≤ 20 s", r.Conv)
 				}
 			}
