@@ -505,6 +505,8 @@ func TestTransportBodySurvivesAttemptContext(t *testing.T) {
 	}
 }
 
+// An unreachable upstream is a 502, and its outcome is what the guard's
+// Classifier makes of the error (by default a Failure).
 func TestTransportUnreachable(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -512,18 +514,28 @@ func TestTransportUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	rec := newRecorder()
-	c := client(t, sluice.New(rec), httpguard.Options{}, nil)
-	resp, err := c.Get("http://" + addr)
-	if err == nil {
-		resp.Body.Close()
-		t.Fatal("no error")
-	}
-	if got := httpguard.StatusFor(err); got != http.StatusBadGateway {
-		t.Errorf("StatusFor(%v) = %d, want 502", err, got)
-	}
-	if o := <-rec.ch; o.Class != sluice.Failure {
-		t.Errorf("class = %v, want failure", o.Class)
+	ignoreAll := func(context.Context, error) sluice.Class { return sluice.Ignored }
+	for _, tc := range []struct {
+		name string
+		c    sluice.Classifier
+		want sluice.Class
+	}{
+		{"default classifier", nil, sluice.Failure},
+		{"custom classifier", ignoreAll, sluice.Ignored},
+	} {
+		rec := newRecorder()
+		c := client(t, sluice.New(rec).WithClassifier(tc.c), httpguard.Options{}, nil)
+		resp, err := c.Get("http://" + addr)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: no error", tc.name)
+		}
+		if got := httpguard.StatusFor(err); got != http.StatusBadGateway {
+			t.Errorf("%s: StatusFor(%v) = %d, want 502", tc.name, err, got)
+		}
+		if o := <-rec.ch; o.Class != tc.want {
+			t.Errorf("%s: class = %v, want %v", tc.name, o.Class, tc.want)
+		}
 	}
 }
 
@@ -620,24 +632,4 @@ func (s straggler) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	}()
 	<-s.entered
 	return r
-}
-
-// The guard's Classifier decides what a failed round trip is.
-func TestTransportUsesGuardClassifier(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	rec := newRecorder()
-	ignoreAll := func(context.Context, error) sluice.Class { return sluice.Ignored }
-	c := client(t, sluice.New(rec).WithClassifier(ignoreAll), httpguard.Options{}, nil)
-	if resp, err := c.Get("http://" + addr); err == nil {
-		resp.Body.Close()
-		t.Fatal("no error")
-	}
-	if o := <-rec.ch; o.Class != sluice.Ignored {
-		t.Errorf("class = %v, want ignored (the guard's classifier)", o.Class)
-	}
 }
