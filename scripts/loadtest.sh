@@ -104,11 +104,9 @@ for round in $(seq "$ROUNDS"); do
 		echo "saturated $name $r $p" | tee -a "$results" >&2
 	done
 done
-# Latency at a fixed rate every proxy can carry (open loop). Not the gnet
-# tool: it is a throughput ceiling, and loses requests on the fresh
-# connections this phase opens.
+# Latency at a fixed rate every proxy can carry (open loop).
 for round in $(seq "$ROUNDS"); do
-	for name in ${names/gnet /}; do
+	for name in $names; do
 		out=$("$work/fixedrate" -url "http://127.0.0.1:$(port_of "$name")/" -rate "$RATE" -duration "$DURATION" -conns "$CONNS")
 		r=$(echo "$out" | awk '{print $2}' | tr -d /s)
 		p=$(echo "$out" | awk '{for (i = 1; i < NF; i++) if ($i == "p99") print $(i+1)}')

@@ -24,6 +24,7 @@ import (
 type pair struct {
 	client, up gnet.Conn
 	pending    []byte // requests waiting for the upstream connection
+	closed     bool   // the client is gone
 }
 
 // proxy handles both sides' events: a connection whose context is a pair
@@ -44,11 +45,17 @@ func (p *proxy) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	pr := &pair{client: c}
 	c.SetContext(pr)
-	if _, err := c.EventLoop().Register(gnet.NewContext(context.Background(), pr), p.up); err != nil {
+	if err := p.connect(c, pr); err != nil {
 		log.Println(err)
 		return nil, gnet.Close
 	}
 	return nil, gnet.None
+}
+
+// connect opens pr's upstream connection on c's event loop.
+func (p *proxy) connect(c gnet.Conn, pr *pair) error {
+	_, err := c.EventLoop().Register(gnet.NewContext(context.Background(), pr), p.up)
+	return err
 }
 
 var crlf2 = []byte("\r\n\r\n")
@@ -101,9 +108,21 @@ func (p *proxy) OnTraffic(c gnet.Conn) gnet.Action {
 }
 
 func (p *proxy) OnClose(c gnet.Conn, err error) gnet.Action {
-	if pr, ok := c.Context().(*pair); ok {
-		if c == pr.client && pr.up != nil {
+	pr, ok := c.Context().(*pair)
+	switch {
+	case !ok:
+	case c == pr.client:
+		pr.closed = true
+		if pr.up != nil {
 			pr.up.Close()
+		}
+	case c == pr.up && !pr.closed:
+		// The upstream ended a keep-alive connection (nginx does after
+		// keepalive_requests): open another for the next requests.
+		pr.up = nil
+		if err := p.connect(pr.client, pr); err != nil {
+			log.Println(err)
+			return gnet.None
 		}
 	}
 	return gnet.None
