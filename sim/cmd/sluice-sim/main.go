@@ -249,7 +249,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "\n%d runs in %.1fs of wall time\n", len(results), elapsed.Seconds())
+	fmt.Fprintf(stdout, "\n%d runs in %.1fs of wall time\n", len(allResults), elapsed.Seconds())
 	return nil
 }
 
