@@ -304,18 +304,10 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 		// connection, once the body is sent (or the client is gone).
 		return
 	}
-	rl, pol := h.Peek("RateLimit"), h.Peek("RateLimit-Policy")
-	if len(rl) > 0 || len(pol) > 0 { // the gateway's own headers, set before the call
-		rl, pol = bytes.Clone(rl), bytes.Clone(pol)
-	}
+	kept := keepRateLimit(h) // the gateway's own headers, set before the call
 	resp.Header.CopyTo(h)
 	removeHopResponse(h)
-	if len(rl) > 0 {
-		h.SetBytesV("RateLimit", rl)
-	}
-	if len(pol) > 0 {
-		h.SetBytesV("RateLimit-Policy", pol)
-	}
+	kept.restore(h)
 	stream := resp.BodyStream()
 	if stream == nil || ctx.IsHead() || resp.StatusCode() == fasthttp.StatusNoContent || resp.StatusCode() == fasthttp.StatusNotModified {
 		cl := resp.Header.ContentLength()

@@ -88,16 +88,32 @@ var (
 // keeping the RateLimit and RateLimit-Policy headers the rate limit set:
 // they belong on every answer, a 429 above all.
 func resetResponse(ctx *fasthttp.RequestCtx) {
-	h := &ctx.Response.Header
-	rl, pol := h.Peek("RateLimit"), h.Peek("RateLimit-Policy")
-	if len(rl) == 0 && len(pol) == 0 {
-		ctx.Response.Reset()
-		return
-	}
-	rl, pol = bytes.Clone(rl), bytes.Clone(pol)
+	kept := keepRateLimit(&ctx.Response.Header)
 	ctx.Response.Reset()
-	h.SetBytesV("RateLimit", rl)
-	h.SetBytesV("RateLimit-Policy", pol)
+	kept.restore(&ctx.Response.Header)
+}
+
+// rateLimitHeaders are the RateLimit and RateLimit-Policy values a response
+// carried, the gateway's own, kept across a rewrite of its headers.
+type rateLimitHeaders struct{ value, policy []byte }
+
+// keepRateLimit copies h's RateLimit and RateLimit-Policy values.
+func keepRateLimit(h *fasthttp.ResponseHeader) rateLimitHeaders {
+	v, p := h.Peek("RateLimit"), h.Peek("RateLimit-Policy")
+	if len(v) == 0 && len(p) == 0 {
+		return rateLimitHeaders{}
+	}
+	return rateLimitHeaders{bytes.Clone(v), bytes.Clone(p)}
+}
+
+// restore sets the kept values on h again.
+func (k rateLimitHeaders) restore(h *fasthttp.ResponseHeader) {
+	if len(k.value) > 0 {
+		h.SetCanonical(hdrRateLimit, k.value)
+	}
+	if len(k.policy) > 0 {
+		h.SetCanonical(hdrRateLimitPolicy, k.policy)
+	}
 }
 
 func ceilSeconds(d time.Duration) int64 {
