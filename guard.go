@@ -139,18 +139,9 @@ func (g *Guard) run(ctx context.Context, i int, inner Call) Result {
 // on the stack and nothing is boxed.
 func doAdmitted[T any](ctx context.Context, g *Guard, fn func(context.Context) (T, error)) (v T, err error) {
 	var permits [maxInline]Permit
-	n := 0
-	for _, a := range g.admitters {
-		p, aerr := a.Acquire(ctx)
-		if aerr != nil {
-			dropped := Outcome{Class: Dropped, Err: aerr}
-			for j := n - 1; j >= 0; j-- {
-				permits[j].Done(dropped)
-			}
-			return v, aerr
-		}
-		permits[n] = p
-		n++
+	n, err := g.acquire(ctx, &permits)
+	if err != nil {
+		return v, err
 	}
 	done := false
 	defer func() {

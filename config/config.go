@@ -103,6 +103,12 @@ type Server struct {
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
 	// flight before closing them. Default 30s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// Engine is "loop" (default): event loops, one per core, serve the
+	// requests of routes whose policies decide at once and hand everything
+	// else (retries, coalescing, queues, streamed bodies, ...) to
+	// goroutines; or "goroutine": a goroutine per connection serves
+	// everything. "loop" needs Linux; elsewhere it means "goroutine".
+	Engine string `yaml:"engine"`
 }
 
 // Log configures the one log line per request.

@@ -45,6 +45,7 @@ func (c *Config) applyDefaults() {
 	defDur(&c.Server.IdleTimeout, 120*time.Second)
 	defInt(&c.Server.MaxHeaderBytes, 32<<10)
 	defDur(&c.Server.ShutdownTimeout, 30*time.Second)
+	def(&c.Server.Engine, "loop")
 	def(&c.Log.Format, "json")
 	def(&c.Log.Level, "info")
 	if c.Log.Sample == 0 {

@@ -105,6 +105,7 @@ func (v *validator) config(c *Config) {
 	if c.Server.MaxHeaderBytes < 1024 || c.Server.MaxHeaderBytes > 1<<20 {
 		v.at("server.max_header_bytes", "want between 1024 and 1048576 bytes, got %d", c.Server.MaxHeaderBytes)
 	}
+	v.oneOf("server.engine", c.Server.Engine, []string{"loop", "goroutine"})
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
 	}

@@ -3,14 +3,19 @@
 // circuit breaker, concurrency limit, timeout) and sends the request to one
 // target of the route's upstream pool.
 //
-// The HTTP engine is fasthttp: a request is proxied synchronously on the
-// goroutine that serves it, with the gateway's own round trip over
-// fasthttp's connection pools (roundtrip.go). On the project's two-core
-// machines that runs at about 0.7× nginx's throughput (0.8–1× a bare
-// fasthttp proxy's), where net/http's ReverseProxy reaches under a third
-// (see scripts/loadtest.sh). A response body up to 64 KiB is read
-// whole; a larger one streams: a slow client paces the upstream through
-// bounded buffers.
+// Two engines serve connections (config's server.engine). The default,
+// "loop", runs event loops, one per core (loop.go): they serve the requests
+// of routes whose policies decide at once, with small bodies, and hand a
+// connection whose request must wait or stream to the goroutine engine,
+// fasthttp, on which a request is proxied synchronously on the goroutine
+// that serves it, with the gateway's own round trip over fasthttp's
+// connection pools (roundtrip.go). "goroutine" uses that engine alone. A
+// response body up to 64 KiB is read whole; a larger one streams: a slow
+// client paces the upstream through bounded buffers. On the project's
+// two-core machines the loops bring the gateway, with a rate limit, a
+// breaker and an adaptive limit on the route, to about 0.9× nginx's
+// throughput, where the goroutine engine reaches about 0.7× and net/http's
+// ReverseProxy a quarter (see scripts/loadtest.sh).
 //
 // A route's policies see an upstream call as ending when its response
 // arrives: its headers, and its body when it is read whole. That is the
@@ -56,8 +61,12 @@ type Options struct {
 // Gateway is a running reverse proxy. Its methods are safe for concurrent
 // use.
 type Gateway struct {
-	state   atomic.Pointer[state]
-	server  *fasthttp.Server
+	state  atomic.Pointer[state]
+	server *fasthttp.Server
+	// loops serves connections on event loops (loop.go); nil when the
+	// configuration asks for the goroutine engine alone.
+	loops   *loopEngine
+	ln      net.Listener
 	log     *slog.Logger
 	metrics *telemetry.Metrics
 	clock   clock.Clock
@@ -127,7 +136,18 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 // Serve accepts connections on ln until Shutdown. It returns nil after a
 // graceful shutdown.
 func (g *Gateway) Serve(ln net.Listener) error {
-	err := g.server.Serve(ln)
+	var err error
+	if g.state.Load().cfg.Server.Engine == "loop" && loopsSupported {
+		g.mu.Lock()
+		g.ln = ln
+		g.loops, err = newLoopEngine(g, ln.Addr())
+		g.mu.Unlock()
+		if err == nil {
+			err = g.loops.serve(ln)
+		}
+	} else {
+		err = g.server.Serve(ln)
+	}
 	if g.closing.Load() {
 		return nil
 	}
@@ -139,7 +159,23 @@ func (g *Gateway) Serve(ln net.Listener) error {
 // stops health checks.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
+	g.mu.Lock()
+	loops, ln := g.loops, g.ln
+	g.mu.Unlock()
+	var loopErr error
+	drained := make(chan struct{})
+	if loops != nil {
+		_ = ln.Close()
+		go func() {
+			defer close(drained)
+			loopErr = loops.shutdown(ctx)
+		}()
+	} else {
+		close(drained)
+	}
 	err := g.server.ShutdownWithContext(ctx)
+	<-drained
+	err = errors.Join(err, loopErr)
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutting down: requests still in flight at the deadline: %w", err)

@@ -18,12 +18,17 @@ import (
 
 // route is one configured route with its policies built.
 type route struct {
-	name     string
-	cfg      *config.Route
-	match    matcher
-	pool     *pool
-	limit    *rateLimit // nil when the route has no rate limit
-	guard    *sluice.Guard
+	name  string
+	cfg   *config.Route
+	match matcher
+	pool  *pool
+	limit *rateLimit // nil when the route has no rate limit
+	guard *sluice.Guard
+	// loop reports whether event loops can serve the route: its policies
+	// decide at once; admit is then its guard without the timeout, which
+	// the loop runs itself.
+	loop     bool
+	admit    *sluice.Guard
 	group    *coalesce.Group[string, *sharedResponse] // nil unless coalescing
 	fallback *config.Fallback
 	policies *routePolicies // for /status and reuse across reloads

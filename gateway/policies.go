@@ -52,19 +52,21 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	r.policies = p
 	r.limit = p.rate
 	r.group = p.group
+	var admit []sluice.Policy
+	if p.breaker != nil {
+		admit = append(admit, p.breaker)
+	}
+	if p.bulkhead != nil {
+		admit = append(admit, p.bulkhead)
+	}
+	if p.adaptive != nil {
+		admit = append(admit, p.adaptive)
+	}
 	var chain []sluice.Policy
 	if p.retry != nil {
 		chain = append(chain, p.retry)
 	}
-	if p.breaker != nil {
-		chain = append(chain, p.breaker)
-	}
-	if p.bulkhead != nil {
-		chain = append(chain, p.bulkhead)
-	}
-	if p.adaptive != nil {
-		chain = append(chain, p.adaptive)
-	}
+	chain = append(chain, admit...)
 	if p.timeout > 0 {
 		t, err := timeout.New(timeout.Options{Timeout: p.timeout, Clock: g.clock})
 		if err != nil {
@@ -75,7 +77,28 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	// Latency samples (adaptive limits, slow calls) are taken on the
 	// gateway's clock, like the policies' windows.
 	r.guard = sluice.New(chain...).WithClock(g.clock).WithClassifier(classify)
+	r.loop = loopRoute(rc, st, r.pool)
+	if r.loop {
+		r.admit = sluice.New(admit...).WithClock(g.clock).WithClassifier(classify)
+	}
 	return r, nil
+}
+
+// loopRoute reports whether event loops can serve the route: none of its
+// policies waits (no retry, no coalescing, no concurrency queue, no rate
+// limit on Redis) and its targets speak plain HTTP.
+func loopRoute(rc *config.Route, st *state, p *pool) bool {
+	pc := &rc.Policies
+	if pc.Retry != nil || pc.Coalesce || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
+		(pc.RateLimit != nil && st.cfg.Store.Kind == "redis") {
+		return false
+	}
+	for _, t := range p.targets {
+		if t.client.IsTLS {
+			return false
+		}
+	}
+	return true
 }
 
 func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *state, g *Gateway) (*routePolicies, error) {

@@ -6,8 +6,20 @@ import "sort"
 type Status struct {
 	Version    uint64           `json:"version"`
 	LastReload ReloadStatus     `json:"last_reload"`
+	Engine     EngineStatus     `json:"engine"`
 	Routes     []RouteStatus    `json:"routes"`
 	Upstreams  []UpstreamStatus `json:"upstreams"`
+}
+
+// EngineStatus describes what serves the connections (see Server.Engine
+// in package config).
+type EngineStatus struct {
+	// Name is "loop" when event loops serve the requests they can, else
+	// "goroutine".
+	Name string `json:"name"`
+	// Handovers counts the connections the loops gave to the goroutine
+	// engine because one of their requests needed it.
+	Handovers uint64 `json:"handovers"`
 }
 
 // RouteStatus describes one route and its policies' state.
@@ -15,6 +27,9 @@ type RouteStatus struct {
 	Name     string `json:"name"`
 	Upstream string `json:"upstream"`
 	InFlight int64  `json:"in_flight"`
+	// Loop reports whether event loops serve the route's requests (its
+	// policies decide at once), when the gateway runs them.
+	Loop bool `json:"loop"`
 	// Breaker is the route breaker's state ("closed", "open", ...), if any.
 	Breaker string `json:"breaker,omitempty"`
 	// ConcurrencyLimit and ConcurrencyInFlight describe the concurrency
@@ -45,9 +60,15 @@ type TargetStatus struct {
 // Status returns a snapshot of the current configuration's state.
 func (g *Gateway) Status() Status {
 	st := g.state.Load()
-	s := Status{Version: st.version, LastReload: g.LastReload()}
+	s := Status{Version: st.version, LastReload: g.LastReload(), Engine: EngineStatus{Name: "goroutine"}}
+	g.mu.Lock()
+	loops := g.loops
+	g.mu.Unlock()
+	if loops != nil {
+		s.Engine = EngineStatus{Name: "loop", Handovers: loops.handovers.Load()}
+	}
 	for _, r := range st.routes {
-		rs := RouteStatus{Name: r.name, Upstream: r.cfg.Upstream, InFlight: r.inflight.Load()}
+		rs := RouteStatus{Name: r.name, Upstream: r.cfg.Upstream, InFlight: r.inflight.Load(), Loop: r.loop && loops != nil}
 		p := r.policies
 		if p.breaker != nil {
 			rs.Breaker = p.breaker.State().String()

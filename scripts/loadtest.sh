@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Measures sluice's gateway against nginx and a plain httputil.ReverseProxy in
-# one run, beside two ceilings: the least proxy fasthttp (sluice's engine)
-# can make (bench/cmd/fasthttpproxy), which shows what the engine costs by
-# itself, and the least event-loop proxy of nginx's design in Go
-# (bench/cmd/gnetproxy, a measuring tool that parses almost nothing).
-# Same upstream (an nginx instance answering a small body), same load,
-# loopback only. sluice runs with a rate limit, a circuit breaker and an
-# adaptive concurrency limit on the route. Each proxy is measured ROUNDS times, interleaved, twice: at saturation
-# (wrk, one thread, CONNS connections: throughput) and at a fixed RATE of
-# requests per second that every proxy can carry (bench/cmd/fixedrate, open
-# loop: the latency a proxy adds). Medians are reported with their ratio to
-# nginx.
+# one run, beside the gateway on its goroutine engine alone (server.engine)
+# and two ceilings: the least proxy fasthttp (the goroutine engine) can make
+# (bench/cmd/fasthttpproxy), and the least event-loop proxy of nginx's
+# design in Go (bench/cmd/gnetproxy, a measuring tool that parses almost
+# nothing; the default engine's loops are of this design). Same upstream (an
+# nginx instance answering a small body), same load, loopback only. sluice
+# runs with a rate limit, a circuit breaker and an adaptive concurrency
+# limit on the route. Each proxy is measured ROUNDS times, interleaved,
+# twice: at saturation (wrk, one thread, CONNS connections: throughput) and
+# at a fixed RATE of requests per second that every proxy can carry
+# (bench/cmd/fixedrate, open loop: the latency a proxy adds). Medians are
+# reported with their ratio to nginx.
 #
 #   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 RATE=10000 by default
 #
@@ -39,6 +40,7 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port); FH=$(free_port); GN=$(free_port)
+SLG=$(free_port); ADMG=$(free_port)
 
 # The upstream and the nginx proxy are separate nginx instances, so that the
 # proxy under test never shares its worker processes with the upstream.
@@ -80,20 +82,25 @@ routes:
       circuit_breaker: {failure_rate: 0.5, window: {kind: count, size: 100}}
       concurrency: {adaptive: {algorithm: default, min: 16, max: 1024, initial: 256}}
 YAML
+# The same gateway on its goroutine engine alone (server.engine), for the
+# event loops' share of the difference.
+sed -e "s/^listen: .*/listen: 127.0.0.1:$SLG/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMG}/" \
+	-e "s/^log: .*/&\nserver: {engine: goroutine}/" "$work/sluice.yaml" >"$work/sluice-goroutine.yaml"
 go build -o "$work/sluice" ./cmd/sluice
 (cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate)
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
+"$work/sluice" serve --config "$work/sluice-goroutine.yaml" --watch=false 2>"$work/sluice-goroutine.log" & pids+=($!)
 "$work/reverseproxy" "127.0.0.1:$RP" "http://127.0.0.1:$UP" 2>"$work/rp.log" & pids+=($!)
 "$work/fasthttpproxy" "127.0.0.1:$FH" "127.0.0.1:$UP" 2>"$work/fh.log" & pids+=($!)
 "$work/gnetproxy" "127.0.0.1:$GN" "127.0.0.1:$UP" 2>"$work/gn.log" & pids+=($!)
-for port in $NGX $RP $SL $FH $GN; do
+for port in $NGX $RP $SL $SLG $FH $GN; do
 	for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 done
 
 port_of() {
-	case $1 in nginx) echo "$NGX" ;; sluice) echo "$SL" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; esac
+	case $1 in nginx) echo "$NGX" ;; sluice) echo "$SL" ;; sluice-goroutine) echo "$SLG" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; esac
 }
-names="nginx sluice fasthttp gnet reverseproxy"
+names="nginx sluice sluice-goroutine fasthttp gnet reverseproxy"
 results="$work/results"
 # Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
@@ -125,11 +132,11 @@ runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     phase, name, rps, p99 = line.split()
     runs[phase, name].append((float(rps), ms(p99)))
-label = {"nginx": "nginx", "sluice": "sluice", "fasthttp": "bare fasthttp proxy",
+label = {"nginx": "nginx", "sluice": "sluice", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
          "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
 for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)")):
     print(f"\n{title}: medians")
-    print(f"{'proxy':24} {'req/s':>10} {'p99 ms':>8} {'req/s vs nginx':>15} {'p99 vs nginx':>13}")
+    print(f"{'proxy':26} {'req/s':>10} {'p99 ms':>8} {'req/s vs nginx':>15} {'p99 vs nginx':>13}")
     base = None
     for name, text in label.items():
         rs = runs[phase, name]
@@ -137,5 +144,5 @@ for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed r
             continue
         rps, p99 = statistics.median(r for r, _ in rs), statistics.median(p for _, p in rs)
         base = base or (rps, p99)
-        print(f"{text:24} {rps:10.0f} {p99:8.2f} {rps/base[0]:15.2f} {p99/base[1]:13.2f}")
+        print(f"{text:26} {rps:10.0f} {p99:8.2f} {rps/base[0]:15.2f} {p99/base[1]:13.2f}")
 PY

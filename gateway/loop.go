@@ -1,0 +1,348 @@
+//go:build linux
+
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// loopsSupported reports whether this system has the event-loop engine.
+const loopsSupported = true
+
+// loopEngine serves client connections on event loops, one per core, as
+// nginx does: a loop waits for whichever of its connections is ready and
+// handles it at once, the upstream connections of its requests included,
+// so a request costs no goroutine switch and no wake-up of another thread.
+// On the project's two-core machines that is what closes most of the gap
+// between a goroutine-per-connection engine and nginx (scripts/loadtest.sh).
+//
+// The loops take the common case: a request whose route decides at once
+// (rate limit on the memory store, circuit breaker, concurrency limit
+// without a queue, timeout, fallback), with a body of at most 64 KiB that
+// has arrived whole, answered by a body of at most 64 KiB. Anything else
+// hands the connection over to the goroutine engine (fasthttp), where it
+// stays: a route with retries, coalescing, a queue or a Redis store; a
+// streamed, chunked or large request body; an Expect or Upgrade header; an
+// HTTP/1.0 client; a request the loop cannot parse (fasthttp answers it). A
+// large or chunked response streams from a goroutine, so that a slow client
+// paces the upstream as on the goroutine engine, and its connection then
+// stays on that engine. A hand-over moves the socket itself, with the bytes
+// the loop had read, so nothing is lost and nothing is read twice.
+type loopEngine struct {
+	gnet.BuiltinEventEngine
+	g       *Gateway
+	cli     *gnet.Client
+	handoff *handoffListener // connections for the goroutine engine
+
+	mu    sync.Mutex
+	loops map[gnet.EventLoop]*loop
+
+	conns     atomic.Int64 // client connections on the loops
+	handovers atomic.Uint64
+	streams   sync.WaitGroup
+	draining  atomic.Bool
+}
+
+// loop is one event loop's own state, used only on that loop's goroutine.
+type loop struct {
+	e     *loopEngine
+	el    gnet.EventLoop
+	rd    bytes.Reader
+	br    *bufio.Reader // parses headers out of a connection's buffer
+	out   sliceWriter
+	bw    *bufio.Writer // serializes messages into out
+	idle  map[*target][]*upConn
+	conns map[*clientConn]struct{}
+}
+
+// sliceWriter collects what is written to it.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// newLoopEngine returns an engine whose loops are not started yet.
+func newLoopEngine(g *Gateway, addr net.Addr) (*loopEngine, error) {
+	e := &loopEngine{g: g, loops: map[gnet.EventLoop]*loop{}, handoff: newHandoffListener(addr)}
+	cli, err := gnet.NewClient(e,
+		gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{g.log}))
+	if err != nil {
+		return nil, err
+	}
+	e.cli = cli
+	return e, nil
+}
+
+// serve starts the loops, hands the goroutine engine its listener, and
+// accepts connections on ln for the loops until ln is closed.
+func (e *loopEngine) serve(ln net.Listener) error {
+	if err := e.cli.Start(); err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- e.g.server.Serve(e.handoff) }()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() { // out of file descriptors and the like: back off
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			if e.g.closing.Load() {
+				return nil
+			}
+			_ = e.handoff.Close()
+			<-served
+			return errors.Join(err, e.cli.Stop())
+		}
+		delay = 0
+		if _, err := e.cli.EnrollContext(nc, &clientConn{}); err != nil {
+			_ = nc.Close()
+		}
+	}
+}
+
+// shutdown waits for the loops' connections to finish their requests and
+// close, and for responses streaming from goroutines, or for ctx to end;
+// then it stops the loops, closing what is left. The goroutine engine's
+// connections are fasthttp's to drain.
+func (e *loopEngine) shutdown(ctx context.Context) error {
+	e.draining.Store(true)
+	e.mu.Lock()
+	for _, l := range e.loops {
+		e.execute(l, l.closeIdle)
+	}
+	e.mu.Unlock()
+	streamed := make(chan struct{})
+	go func() { e.streams.Wait(); close(streamed) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+wait:
+	for e.conns.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+			break wait
+		case <-tick.C:
+		}
+	}
+	if err == nil {
+		select {
+		case <-streamed:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	return errors.Join(err, e.cli.Stop())
+}
+
+// execute runs fn on l's loop.
+func (e *loopEngine) execute(l *loop, fn func()) {
+	_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		fn()
+		return nil
+	}))
+}
+
+// loopOf returns the state of c's event loop, made on first use.
+func (e *loopEngine) loopOf(c gnet.Conn) *loop {
+	el := c.EventLoop()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.loops[el]
+	if l == nil {
+		l = &loop{e: e, el: el, idle: map[*target][]*upConn{}, conns: map[*clientConn]struct{}{}}
+		l.br = bufio.NewReaderSize(&l.rd, 4096)
+		l.bw = bufio.NewWriterSize(&l.out, 4096)
+		e.loops[el] = l
+	}
+	return l
+}
+
+// closeIdle closes the loop's client connections that wait for a request,
+// for a shutdown; busy ones close after their response.
+func (l *loop) closeIdle() {
+	for cc := range l.conns {
+		if cc.state == stateIdle && cc.c.InboundBuffered() == 0 {
+			_ = cc.c.Close()
+		}
+	}
+}
+
+// reader returns a reader of b for a header parser.
+func (l *loop) reader(b []byte) *bufio.Reader {
+	l.rd.Reset(b)
+	if l.br.Size() < len(b) {
+		l.br = bufio.NewReaderSize(&l.rd, len(b))
+	} else {
+		l.br.Reset(&l.rd)
+	}
+	return l.br
+}
+
+// writer returns a writer whose bytes flush sends to c in one write.
+func (l *loop) writer() *bufio.Writer {
+	l.out.b = l.out.b[:0]
+	l.bw.Reset(&l.out)
+	return l.bw
+}
+
+// flush sends what was written to l.writer() to c.
+func (l *loop) flush(c gnet.Conn) error {
+	if err := l.bw.Flush(); err != nil {
+		return err
+	}
+	_, err := c.Write(l.out.b)
+	if cap(l.out.b) > 256<<10 {
+		l.out.b = nil // do not keep a large message's buffer
+	}
+	return err
+}
+
+func (e *loopEngine) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	switch v := c.Context().(type) {
+	case *clientConn:
+		v.open(e, c)
+	case *upConn:
+		v.opened(c)
+	}
+	return nil, gnet.None
+}
+
+func (e *loopEngine) OnTraffic(c gnet.Conn) gnet.Action {
+	switch v := c.Context().(type) {
+	case *clientConn:
+		return v.serve()
+	case *upConn:
+		return v.traffic()
+	}
+	return gnet.Close
+}
+
+func (e *loopEngine) OnClose(c gnet.Conn, _ error) gnet.Action {
+	switch v := c.Context().(type) {
+	case *clientConn:
+		v.closed()
+	case *upConn:
+		v.closed()
+	}
+	return gnet.None
+}
+
+// detach takes c's socket out of its loop as a net.Conn, with the bytes
+// the loop had read and not consumed. The caller returns gnet.Close from
+// c's own event, which closes only the loop's copy of the socket: nothing
+// more is read from it in between.
+func detach(c gnet.Conn) (net.Conn, error) {
+	buf, _ := c.Next(-1)
+	rest := bytes.Clone(buf)
+	fd, err := c.Dup()
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "")
+	nc, err := net.FileConn(f)
+	_ = f.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) == 0 {
+		return nc, nil
+	}
+	return &prefixConn{Conn: nc, prefix: rest}, nil
+}
+
+// prefixConn is a connection whose first bytes were read already.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// handoffListener gives the goroutine engine the connections the loops
+// hand over, as if it had accepted them.
+type handoffListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newHandoffListener(addr net.Addr) *handoffListener {
+	return &handoffListener{addr: addr, ch: make(chan net.Conn, 256), done: make(chan struct{})}
+}
+
+// deliver queues c for Accept without blocking the caller (a loop).
+func (l *handoffListener) deliver(c net.Conn) {
+	select {
+	case l.ch <- c:
+	default:
+		go func() {
+			select {
+			case l.ch <- c:
+			case <-l.done:
+				_ = c.Close()
+			}
+		}()
+	}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return l.addr }
+
+// gnetLogger sends gnet's warnings and errors to slog.
+type gnetLogger struct{ l *slog.Logger }
+
+func (g gnetLogger) Debugf(string, ...any) {}
+func (g gnetLogger) Infof(string, ...any)  {}
+func (g gnetLogger) Warnf(format string, args ...any) {
+	g.l.Warn("event loop", "message", fmt.Sprintf(format, args...))
+}
+func (g gnetLogger) Errorf(format string, args ...any) {
+	g.l.Error("event loop", "message", fmt.Sprintf(format, args...))
+}
+func (g gnetLogger) Fatalf(format string, args ...any) {
+	g.l.Error("event loop", "message", fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+)
+
+// loopsSupported reports whether this system has the event-loop engine.
+const loopsSupported = false
+
+// loopEngine is the event-loop engine, which needs Linux.
+type loopEngine struct{ handovers atomic.Uint64 }
+
+func newLoopEngine(*Gateway, net.Addr) (*loopEngine, error) { return nil, errors.ErrUnsupported }
+
+func (*loopEngine) serve(net.Listener) error       { return errors.ErrUnsupported }
+func (*loopEngine) shutdown(context.Context) error { return nil }

@@ -1,0 +1,352 @@
+//go:build linux
+
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http/httputil"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// dialTimeout bounds connecting to a target from a loop (as fasthttp's
+// default dialer does); a route's timeout, when shorter, ends it sooner.
+const dialTimeout = 3 * time.Second
+
+// maxResponseHeader bounds a response's headers read on a loop.
+const maxResponseHeader = 64 << 10
+
+// upConn is a connection to a target, owned by one loop: idle in the
+// loop's pool, or carrying one client's request.
+type upConn struct {
+	c         gnet.Conn // nil while connecting
+	l         *loop
+	t         *target
+	cc        *clientConn // the request it carries; nil when idle
+	got       bool        // a byte of the response has arrived
+	hlen      int         // the response's header length, once parsed
+	need      int         // the response's whole length, once known
+	interim   int         // interim (1xx) responses skipped
+	idleSince time.Time
+	gone      bool // closed, or taken out of the loop
+}
+
+// takeIdle returns an idle connection to t, closing those idle too long.
+func (l *loop) takeIdle(t *target) *upConn {
+	conns := l.idle[t]
+	for len(conns) > 0 {
+		up := conns[len(conns)-1]
+		conns = conns[:len(conns)-1]
+		if time.Since(up.idleSince) < t.client.MaxIdleConnDuration {
+			l.idle[t] = conns
+			return up
+		}
+		up.gone = true
+		_ = up.c.Close()
+	}
+	delete(l.idle, t)
+	return nil
+}
+
+// putIdle keeps up for the next request to its target.
+func (l *loop) putIdle(up *upConn) {
+	up.cc, up.got, up.hlen, up.need, up.interim = nil, false, 0, 0, 0
+	up.idleSince = time.Now()
+	l.idle[up.t] = append(l.idle[up.t], up)
+}
+
+// dial connects to t for cc's request, off the loop; the connection joins
+// the loop, which sends the request when it opens.
+func dial(cc *clientConn, t *target) {
+	up := &upConn{l: cc.l, t: t, cc: cc}
+	cc.up = up
+	el, addr := cc.c.EventLoop(), t.client.Addr
+	go func() {
+		nc, err := net.DialTimeout("tcp", addr, dialTimeout)
+		if err == nil {
+			var res <-chan gnet.RegisteredResult
+			if res, err = el.Enroll(gnet.NewContext(context.Background(), up), nc); err == nil {
+				err = (<-res).Err
+			}
+		}
+		if err != nil {
+			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				up.dialFailed(err)
+				return nil
+			}))
+		}
+	}()
+}
+
+// opened is the new connection up joining its loop.
+func (up *upConn) opened(c gnet.Conn) {
+	up.c = c
+	switch {
+	case up.gone: // its request ended before it connected
+		_ = c.Close()
+	case up.cc == nil:
+		up.l.putIdle(up)
+	default:
+		up.attach(up.cc)
+	}
+}
+
+func (up *upConn) dialFailed(err error) {
+	cc := up.cc
+	up.gone = true
+	if cc == nil || cc.up != up {
+		return
+	}
+	cc.up = nil
+	cc.upstreamDone(nil, upstreamError(up.t, err))
+}
+
+// attach sends cc's request over up.
+func (up *upConn) attach(cc *clientConn) {
+	up.cc, cc.up = cc, up
+	w := cc.l.writer()
+	if err := cc.ctx.Request.Write(w); err != nil {
+		up.abandon()
+		cc.upstreamDone(nil, upstreamError(up.t, err))
+		return
+	}
+	if err := cc.l.flush(up.c); err != nil {
+		up.abandon()
+		cc.upstreamDone(nil, upstreamError(up.t, err))
+	}
+}
+
+// abandon closes up, whose request ended without it.
+func (up *upConn) abandon() {
+	if up.cc != nil {
+		up.cc.up = nil
+		up.cc = nil
+	}
+	up.gone = true
+	if up.c != nil {
+		_ = up.c.Close()
+	}
+}
+
+// closed is the end of up: a request it carried gets a 502, or goes once
+// more over another connection when up was a pooled one the target had
+// closed and the request may be sent twice (see roundTrip).
+func (up *upConn) closed() {
+	cc := up.cc
+	if !up.gone && cc == nil {
+		conns := up.l.idle[up.t]
+		if i := index(conns, up); i >= 0 {
+			up.l.idle[up.t] = append(conns[:i], conns[i+1:]...)
+		}
+	}
+	up.gone = true
+	if cc == nil || cc.up != up {
+		return
+	}
+	cc.up = nil
+	if !up.got && !cc.replayed && replayable(&cc.ctx.Request) {
+		cc.replayed = true
+		cc.send()
+		return
+	}
+	cc.upstreamDone(nil, upstreamError(up.t, fasthttp.ErrConnectionClosed))
+}
+
+func index(conns []*upConn, up *upConn) int {
+	for i, x := range conns {
+		if x == up {
+			return i
+		}
+	}
+	return -1
+}
+
+// traffic reads the response to up's request: its headers, then its body
+// when it is small, which goes to the client at once; a larger or chunked
+// body streams from a goroutine (stream).
+func (up *upConn) traffic() gnet.Action {
+	cc := up.cc
+	if cc == nil || up.gone {
+		return gnet.Close // an idle connection that speaks unasked
+	}
+	c := up.c
+	buf, _ := c.Peek(-1)
+	up.got = up.got || len(buf) > 0
+	resp := &cc.ctx.Response
+	for up.need == 0 {
+		hlen := bytes.Index(buf, crlf2) + 4
+		if hlen < 4 {
+			if len(buf) > maxResponseHeader {
+				return up.fail(errors.New("gateway: response headers too large"))
+			}
+			return gnet.None
+		}
+		resp.Reset()
+		resp.Header.SetNoDefaultContentType(true)
+		if err := resp.Header.Read(up.l.reader(buf[:hlen])); err != nil {
+			return up.fail(err)
+		}
+		code, cl := resp.StatusCode(), resp.Header.ContentLength()
+		switch {
+		case code == fasthttp.StatusSwitchingProtocols:
+			return up.fail(errors.New("gateway: unexpected 101 response"))
+		case code >= 100 && code < 200:
+			if up.interim++; up.interim > 10 {
+				return up.fail(errors.New("gateway: too many interim responses"))
+			}
+			_, _ = c.Discard(hlen)
+			buf = buf[hlen:]
+			continue
+		case cc.ctx.IsHead() || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
+			resp.SkipBody = true
+			up.need = hlen
+		case cl >= 0 && cl <= smallBody:
+			up.need = hlen + cl
+		default:
+			return up.stream(hlen, cl)
+		}
+		up.hlen = hlen
+	}
+	if len(buf) < up.need {
+		return gnet.None
+	}
+	if !resp.SkipBody {
+		resp.SetBodyRaw(buf[up.hlen:up.need]) // sent before the buffer moves on
+	}
+	keep := !resp.ConnectionClose() && len(buf) == up.need
+	cc.up = nil
+	cc.upstreamDone(resp, nil)
+	_, _ = c.Discard(up.need)
+	if !keep || up.gone {
+		up.gone = true
+		up.cc = nil
+		return gnet.Close
+	}
+	up.l.putIdle(up)
+	return gnet.None
+}
+
+// fail ends up's request with err and closes up.
+func (up *upConn) fail(err error) gnet.Action {
+	cc := up.cc
+	up.cc, up.gone = nil, true
+	cc.up = nil
+	cc.upstreamDone(nil, upstreamError(up.t, err))
+	return gnet.Close
+}
+
+// stream takes up out of its loop to stream a response body of cl bytes
+// (-1: chunked; -2: up to the connection's end) that follows hlen bytes of
+// headers. The attempt ends for the policies now, at the headers, as on the
+// goroutine engine; the client's side goes once the client has read what
+// it was sent before (clientConn.streamOut).
+func (up *upConn) stream(hlen, cl int) gnet.Action {
+	cc := up.cc
+	keep := !cc.ctx.Response.ConnectionClose()
+	_, _ = up.c.Discard(hlen)
+	nc, err := detach(up.c)
+	up.cc, up.gone = nil, true
+	cc.up = nil
+	if err != nil {
+		cc.upstreamDone(nil, upstreamError(up.t, err))
+		return gnet.Close
+	}
+	cc.stream, cc.streamTarget = nc, up.t
+	if d := cc.rt.policies.timeout; d > 0 {
+		cc.streamDeadline = cc.start.Add(d) // the timeout bounds the body too
+	}
+	br := bufio.NewReader(nc)
+	body := &connBody{left: int64(cl)}
+	if cl == -1 {
+		body.chunked = httputil.NewChunkedReader(br)
+	}
+	body.start(br, keep, func(reuse bool) { cc.streamReuse = reuse && br.Buffered() == 0 })
+	cc.ctx.Response.SetBodyStream(body, cl)
+	cc.upstreamDone(&cc.ctx.Response, nil)
+	return gnet.Close
+}
+
+// streamOut takes the client's connection out of its loop, once the
+// client has read what it was sent before, and streams the response from a
+// goroutine.
+func (cc *clientConn) streamOut() gnet.Action {
+	nc, err := cc.leave()
+	if nc == nil && err == nil {
+		return gnet.None
+	}
+	if err != nil {
+		cc.ctx.Response.Reset()
+		_ = cc.stream.Close()
+		return gnet.Close
+	}
+	e := cc.l.e
+	e.streams.Add(1)
+	go func() {
+		defer e.streams.Done()
+		cc.streamResponse(nc)
+	}()
+	return gnet.Close
+}
+
+// streamResponse sends the response in cc.ctx, whose body streams from
+// cc.stream, to the client's connection nc; a slow client slows the
+// reading from the upstream. Then both connections go back to the loop
+// when they can serve again: the upstream one to its pool, the client's
+// to wait for its next request (to the goroutine engine instead when it
+// had sent more already).
+func (cc *clientConn) streamResponse(nc net.Conn) {
+	ctx, up := &cc.ctx, cc.stream
+	if dl := cc.streamDeadline; !dl.IsZero() {
+		_ = nc.SetDeadline(dl)
+		_ = up.SetDeadline(dl)
+	}
+	if cc.wantClose || cc.l.e.draining.Load() {
+		ctx.Response.SetConnectionClose()
+	}
+	if ctx.IsHead() {
+		ctx.Response.SkipBody = true
+	}
+	w := bufio.NewWriter(nc)
+	err := ctx.Response.Write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	last := err != nil || ctx.Response.ConnectionClose()
+	ctx.Response.Reset() // closes the body: streamReuse is known
+	ctx.Request.Reset()
+	el := cc.c.EventLoop()
+	if !cc.streamReuse || up.SetDeadline(time.Time{}) != nil || enroll(el, up, &upConn{l: cc.l, t: cc.streamTarget}) != nil {
+		_ = up.Close()
+	}
+	if last || nc.SetDeadline(time.Time{}) != nil {
+		_ = nc.Close()
+		return
+	}
+	if enroll(el, nc, &clientConn{}) != nil {
+		cc.l.e.handovers.Add(1)
+		cc.l.e.handoff.deliver(nc)
+	}
+}
+
+// enroll puts nc on event loop el with context v, and waits until it is
+// there. It fails for a connection with bytes read ahead (a prefixConn
+// still holding some), which only the goroutine engine can take.
+func enroll(el gnet.EventLoop, nc net.Conn, v any) error {
+	if pc, ok := nc.(*prefixConn); ok {
+		if len(pc.prefix) > 0 {
+			return errors.New("gateway: bytes read ahead")
+		}
+		nc = pc.Conn
+	}
+	res, err := el.Enroll(gnet.NewContext(context.Background(), v), nc)
+	if err != nil {
+		return err
+	}
+	return (<-res).Err
+}
