@@ -339,21 +339,12 @@ func (cc *clientConn) timeout(gen uint64) {
 }
 
 // upstreamDone ends the attempt: resp is the upstream's response in the
-// client's (its body read whole or streaming), or nil with err.
+// client's (its body read whole or streaming), or nil with err, an
+// *UpstreamError.
 func (cc *clientConn) upstreamDone(resp *fasthttp.Response, err error) {
-	t := cc.t
-	t.inflight.Add(-1)
-	if err == nil && resp.StatusCode() >= 500 {
-		err = &StatusError{Code: resp.StatusCode(), RetryAfter: retryAfterHeader(resp.Header.Peek("Retry-After"))}
-	}
-	switch ue := err.(type) {
-	case nil:
-		cc.passive.Done(sluice.Outcome{Class: sluice.Success})
-	case *UpstreamError:
-		cc.passive.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue})
-	default:
-		cc.passive.Done(sluice.Outcome{Class: sluice.Failure, Err: err})
-	}
+	cc.t.inflight.Add(-1)
+	o, err := attemptResult(resp, err)
+	cc.passive.Done(o)
 	cc.passive = sluice.Permit{}
 	if cc.timer != nil {
 		cc.timer.Stop()

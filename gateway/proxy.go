@@ -120,24 +120,35 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 			fasthttp.ReleaseResponse(resp)
 		}
 		ue := upstreamError(t, err)
-		permit.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue})
+		o, _ := attemptResult(nil, ue)
+		permit.Done(o)
 		if x.final && !ue.Connect {
 			return nil, &finalError{ue}
 		}
 		return nil, ue
 	}
+	o, serr := attemptResult(resp, nil)
+	permit.Done(o)
+	x.prev = resp
+	if serr != nil && x.final {
+		return resp, &finalError{serr}
+	}
+	return resp, serr
+}
+
+// attemptResult says what an attempt's response, or its error (an
+// *UpstreamError), means: the outcome for the target's passive-health
+// permit, and the error the route's policies see, a *StatusError for a 5xx
+// response.
+func attemptResult(resp *fasthttp.Response, err error) (sluice.Outcome, error) {
+	if err != nil {
+		return sluice.Outcome{Class: classify(context.Background(), err), Err: err}, err
+	}
 	if code := resp.StatusCode(); code >= 500 {
 		serr := &StatusError{Code: code, RetryAfter: retryAfterHeader(resp.Header.Peek("Retry-After"))}
-		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: serr})
-		x.prev = resp
-		if x.final {
-			return resp, &finalError{serr}
-		}
-		return resp, serr
+		return sluice.Outcome{Class: sluice.Failure, Err: serr}, serr
 	}
-	permit.Done(sluice.Outcome{Class: sluice.Success})
-	x.prev = resp
-	return resp, nil
+	return sluice.Outcome{Class: sluice.Success}, nil
 }
 
 // releasePrev frees the response of an earlier attempt that a retry
