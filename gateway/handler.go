@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -57,11 +58,8 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	x := g.newExchange(rt, &ctx.Request)
 	var rl []byte // the RateLimit header value, when the limit set one
 	if rt.limit != nil {
-		ok, retryAfter, v := rt.limit.allow(ctx, rt, client, x.rl[:0])
-		g.metrics.RateLimit(rt.name, ok)
+		v, ok := g.limitRate(ctx, rt, client, x.rl[:0])
 		if !ok {
-			rt.limit.setHeaders(&ctx.Response.Header, v) // writeError keeps them
-			writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
 			g.finish(ctx, rt, start, string(sluice.RateLimited))
 			return
 		}
@@ -100,6 +98,19 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
 	g.finish(ctx, rt, start, respond(ctx, rt, resp, err))
+}
+
+// limitRate takes one event of the request's key from rt's rate limit. It
+// returns the RateLimit header value (appended to dst) for the answer, and
+// false once it has written the 429 when the limit refuses the request.
+func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr, dst []byte) ([]byte, bool) {
+	ok, retryAfter, v := rt.limit.allow(ctx, rt, client, dst)
+	g.metrics.RateLimit(rt.name, ok)
+	if !ok {
+		rt.limit.setHeaders(&ctx.Response.Header, v) // writeError keeps them
+		writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
+	}
+	return v, ok
 }
 
 // newExchange returns an exchange for req on rt, reusing a freed one.

@@ -276,11 +276,8 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	x := g.newExchange(rt, &ctx.Request)
 	cc.x = x
 	if rt.limit != nil {
-		ok, retryAfter, v := rt.limit.allow(ctx, rt, client, x.rl[:0])
-		g.metrics.RateLimit(rt.name, ok)
+		v, ok := g.limitRate(ctx, rt, client, x.rl[:0])
 		if !ok {
-			rt.limit.setHeaders(&ctx.Response.Header, v)
-			writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
 			cc.end(string(sluice.RateLimited))
 			cc.reply()
 			return

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http/httputil"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -262,10 +261,7 @@ func (up *upConn) stream(hlen, cl int) gnet.Action {
 		cc.streamDeadline = cc.start.Add(d) // the timeout bounds the body too
 	}
 	br := bufio.NewReader(nc)
-	body := &connBody{left: int64(cl)}
-	if cl == -1 {
-		body.chunked = httputil.NewChunkedReader(br)
-	}
+	body := newConnBody(br, cl)
 	body.start(br, keep, func(reuse bool) { cc.streamReuse = reuse && br.Buffered() == 0 })
 	cc.ctx.Response.SetBodyStream(body, cl)
 	cc.upstreamDone(&cc.ctx.Response, nil)

@@ -135,11 +135,7 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 	case cl >= 0 && cl <= smallBody:
 		return resp.ReadBody(br, smallBody)
 	}
-	b := &connBody{left: int64(cl)} // -1: chunked; -2: up to the connection's end
-	if cl == -1 {
-		b.chunked = httputil.NewChunkedReader(br)
-	}
-	resp.SetBodyStream(b, cl)
+	resp.SetBodyStream(newConnBody(br, cl), cl)
 	return nil
 }
 
@@ -168,6 +164,16 @@ type connBody struct {
 	keep    bool             // the connection may be used again
 	clean   bool             // the body was read to its end
 	done    func(reuse bool) // nil once called
+}
+
+// newConnBody returns a body of cl bytes (-1: chunked; -2: up to the
+// connection's end) to be read from br, once started.
+func newConnBody(br *bufio.Reader, cl int) *connBody {
+	b := &connBody{left: int64(cl)}
+	if cl == -1 {
+		b.chunked = httputil.NewChunkedReader(br)
+	}
+	return b
 }
 
 // start lets b read from br; done gives the connection back.
