@@ -41,7 +41,8 @@ type route struct {
 func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	st := g.state.Load()
 	start := time.Now()
-	rt := st.route(&ctx.Request)
+	req := fastRequest{&ctx.Request}
+	rt := st.route(req)
 	if rt == nil {
 		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
 		g.finish(ctx, nil, start, "no_route")
@@ -54,18 +55,18 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		// client's wish to close is kept on the response.
 		defer ctx.SetConnectionClose()
 	}
-	client := clientIP(ctx, st.trusted)
+	peer, xff := peerAddr(ctx), ctx.Request.Header.PeekBytes(hdrForwardedFor)
 	x := g.newExchange(rt, &ctx.Request)
 	var rl []byte // the RateLimit header value, when the limit set one
 	if rt.limit != nil {
-		v, ok := g.limitRate(ctx, rt, client, x.rl[:0])
+		v, ok := g.limitRate(ctx, rt, rt.limit.key(req, rt, clientIP(peer, xff, st.trusted)), x.rl[:0])
 		if !ok {
 			g.finish(ctx, rt, start, string(sluice.RateLimited))
 			return
 		}
 		rl = v
 	}
-	x.xff = forwardedFor(x.xff[:0], ctx, st.trusted)
+	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
 		if rt.limit != nil {
 			rt.limit.setHeaders(&ctx.Response.Header, rl)
@@ -100,11 +101,11 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	g.finish(ctx, rt, start, respond(ctx, rt, resp, err))
 }
 
-// limitRate takes one event of the request's key from rt's rate limit. It
-// returns the RateLimit header value (appended to dst) for the answer, and
-// false once it has written the 429 when the limit refuses the request.
-func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr, dst []byte) ([]byte, bool) {
-	ok, retryAfter, v := rt.limit.allow(ctx, rt, client, dst)
+// limitRate takes one event of key from rt's rate limit. It returns the
+// RateLimit header value (appended to dst) for the answer, and false once
+// it has written the 429 into ctx when the limit refuses the request.
+func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, key string, dst []byte) ([]byte, bool) {
+	ok, retryAfter, v := rt.limit.allow(key, rt, dst)
 	g.metrics.RateLimit(rt.name, ok)
 	if !ok {
 		rt.limit.setHeaders(&ctx.Response.Header, v) // writeError keeps them
@@ -186,11 +187,10 @@ func idempotent(method []byte) bool {
 }
 
 // forwardedFor appends to dst the X-Forwarded-For to send upstream: the
-// client's list with the peer appended when the peer is a trusted proxy,
-// else the peer alone (a client's own header is never believed).
-func forwardedFor(dst []byte, ctx *fasthttp.RequestCtx, trusted trustedProxies) []byte {
-	peer := peerAddr(ctx)
-	if xff := ctx.Request.Header.Peek("X-Forwarded-For"); len(xff) > 0 && trusted.contains(peer) {
+// client's list (xff) with the peer appended when the peer is a trusted
+// proxy, else the peer alone (a client's own header is never believed).
+func forwardedFor(dst []byte, peer netip.Addr, xff []byte, trusted trustedProxies) []byte {
+	if len(xff) > 0 && trusted.contains(peer) {
 		dst = append(append(dst, xff...), ", "...)
 	}
 	return peer.AppendTo(dst)

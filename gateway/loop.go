@@ -36,10 +36,13 @@ const loopsSupported = true
 // hands the connection over to the goroutine engine (fasthttp), where it
 // stays: a route with retries, coalescing, a queue or a Redis store; a
 // streamed, chunked or large request body; an Expect or Upgrade header; an
-// HTTP/1.0 client; a request the loop cannot parse (fasthttp answers it). A
-// large or chunked response streams from a goroutine, so that a slow client
-// paces the upstream as on the goroutine engine, and its connection then
-// stays on that engine. A hand-over moves the socket itself, with the bytes
+// HTTP/1.0 client; a path that needs normalizing; anything else outside
+// the plain form the loops read themselves (see head.go; fasthttp answers
+// or refuses it). The loops forward a plain response's header lines as
+// they came (but for the hop-by-hop ones) and read any other with
+// fasthttp. A large or chunked response streams from a goroutine, so that
+// a slow client paces the upstream as on the goroutine engine, and its
+// connection then returns to its loop. A hand-over moves the socket itself, with the bytes
 // the loop had read, so nothing is lost and nothing is read twice.
 type loopEngine struct {
 	gnet.BuiltinEventEngine
@@ -213,6 +216,11 @@ func (l *loop) flush(c gnet.Conn) error {
 	if err := l.bw.Flush(); err != nil {
 		return err
 	}
+	return l.write(c)
+}
+
+// write sends l.out.b to c.
+func (l *loop) write(c gnet.Conn) error {
 	_, err := c.Write(l.out.b)
 	if cap(l.out.b) > 256<<10 {
 		l.out.b = nil // do not keep a large message's buffer

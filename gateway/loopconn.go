@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -48,12 +50,26 @@ type clientConn struct {
 	gen   uint64 // counts requests, so that a late timer finds its own
 	gone  bool   // the client closed while its request was upstream
 
-	// The request in flight.
+	peer     netip.Addr // the client's address
+	peerText []byte     // and as text
+
+	// The rate-limit key last used (see rateKey).
+	keyRoute  *route
+	keyClient netip.Addr
+	key       string
+
+	// The request in flight: its head and body, copied out of the
+	// connection's buffer (in), the head read from them (head).
+	in             []byte
+	head           reqHead
+	body           []byte // in's tail
 	rt             *route
-	x              *exchange
 	adm            sluice.Admission
 	start          time.Time
-	rl             []byte // the RateLimit header value
+	xff            []byte // the X-Forwarded-For value to send
+	xffBuf         []byte
+	rl             []byte // the RateLimit header value, in rlBuf
+	rlBuf          [64]byte
 	t              *target
 	passive        sluice.Permit
 	up             *upConn
@@ -81,6 +97,8 @@ type clientConn struct {
 // open starts serving c on its loop.
 func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 	cc.c, cc.l = c, e.loopOf(c)
+	cc.peer = netAddr(c.RemoteAddr())
+	cc.peerText = cc.peer.AppendTo(nil)
 	cc.ctx.Init2(connAddrs{c}, fasthttpLogger{e.g.log}, false)
 	e.conns.Add(1)
 	cc.l.conns[cc] = struct{}{}
@@ -155,27 +173,27 @@ func (cc *clientConn) serve() gnet.Action {
 			}
 			return gnet.None
 		}
-		req := &cc.ctx.Request
-		req.Reset()
-		if hlen > srv.MaxHeaderBytes || req.Header.Read(cc.l.reader(buf[:hlen])) != nil {
+		if hlen > srv.MaxHeaderBytes {
 			return cc.handOver()
 		}
-		cl := req.Header.ContentLength()
-		if cl == -2 {
-			cl = 0 // a request without Content-Length or Transfer-Encoding has no body
-		}
-		rt := st.route(req)
-		if !loopRequest(req, cl, srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
+		// The head is copied with room for the body when it has arrived,
+		// so that appending the body keeps h's slices valid.
+		cc.in = append(slices.Grow(cc.in[:0], min(len(buf), hlen+loopBody)), buf[:hlen]...)
+		h := &cc.head
+		if !parseRequest(cc.in, h) {
 			return cc.handOver()
 		}
-		if len(buf) < hlen+cl {
+		rt := st.route(h)
+		if h.cl > loopBody || (srv.MaxBodyBytes > 0 && h.cl > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
+			return cc.handOver()
+		}
+		if len(buf) < hlen+h.cl {
 			cc.setDeadline(cc.readStart.Add(srv.ReadTimeout.D()))
 			return gnet.None
 		}
-		if cl > 0 {
-			req.SetBody(buf[hlen : hlen+cl])
-		}
-		_, _ = c.Discard(hlen + cl)
+		cc.in = append(cc.in, buf[hlen:hlen+h.cl]...)
+		cc.body = cc.in[hlen:]
+		_, _ = c.Discard(hlen + h.cl)
 		cc.reading = false
 		cc.begin(st, rt, now)
 	}
@@ -185,13 +203,6 @@ var (
 	crlf2 = []byte("\r\n\r\n")
 	lf2   = []byte("\n\n")
 )
-
-// loopRequest reports whether a loop can take req, whose body is cl bytes.
-func loopRequest(req *fasthttp.Request, cl, maxBody int) bool {
-	h := &req.Header
-	return cl >= 0 && cl <= loopBody && (maxBody == 0 || cl <= maxBody) &&
-		h.IsHTTP11() && len(h.Peek("Expect")) == 0 && len(h.Peek("Upgrade")) == 0
-}
 
 // checkDeadline closes the connection when its deadline has passed, and
 // sets the wake timer again otherwise.
@@ -260,9 +271,13 @@ func (cc *clientConn) handOver() gnet.Action {
 // begin runs the route's admission policies on the request and sends it
 // upstream, or answers at once when a policy refuses it.
 func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
-	ctx, g := &cc.ctx, cc.l.e.g
+	ctx, g, h := &cc.ctx, cc.l.e.g, &cc.head
 	cc.start = now
 	cc.gen++
+	// For the log, and the checks for HEAD that the response paths share
+	// with the goroutine engine.
+	ctx.Request.Header.SetMethodBytes(h.method)
+	ctx.Request.Header.SetRequestURIBytes(h.uri)
 	if rt == nil {
 		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
 		g.finish(ctx, nil, now, "no_route")
@@ -271,12 +286,9 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	}
 	rt.inflight.Add(1)
 	cc.rt = rt
-	cc.wantClose = ctx.Request.Header.ConnectionClose()
-	client := clientIP(ctx, st.trusted)
-	x := g.newExchange(rt, &ctx.Request)
-	cc.x = x
+	cc.wantClose = h.close()
 	if rt.limit != nil {
-		v, ok := g.limitRate(ctx, rt, client, x.rl[:0])
+		v, ok := g.limitRate(ctx, rt, cc.rateKey(rt, clientIP(cc.peer, h.xff, st.trusted)), cc.rlBuf[:0])
 		if !ok {
 			cc.end(string(sluice.RateLimited))
 			cc.reply()
@@ -284,8 +296,12 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		}
 		cc.rl = v
 	}
-	x.xff = forwardedFor(x.xff[:0], ctx, st.trusted)
-	x.direct = &ctx.Response
+	if len(h.xff) == 0 {
+		cc.xff = cc.peerText // what forwardedFor would make
+	} else {
+		cc.xff = forwardedFor(cc.xffBuf[:0], cc.peer, h.xff, st.trusted)
+		cc.xffBuf = cc.xff[:0]
+	}
 	adm, err := rt.admit.Begin(context.Background())
 	if err != nil {
 		cc.respond(nil, err)
@@ -301,6 +317,17 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	cc.send()
 }
 
+// rateKey returns the key of the request, from client, for rt's rate
+// limit: the connection's previous key when it is the same, which saves
+// making it again on every request of a keep-alive connection.
+func (cc *clientConn) rateKey(rt *route, client netip.Addr) string {
+	if cc.keyRoute != rt || cc.keyClient != client || rt.limit.header != "" {
+		cc.keyRoute, cc.keyClient = rt, client
+		cc.key = rt.limit.key(&cc.head, rt, client)
+	}
+	return cc.key
+}
+
 // send sends the request to a target over an idle connection of the loop,
 // or a new one.
 func (cc *clientConn) send() {
@@ -313,10 +340,12 @@ func (cc *clientConn) send() {
 				cc.passive = p
 			}
 		}
-		cc.x.prepare(t)
 		t.inflight.Add(1)
 	}
-	if up := cc.l.takeIdle(t); up != nil {
+	// The request's start stands for the time: a connection that looks
+	// younger than it is when the request is sent again after a stale
+	// connection fails the same way at worst.
+	if up := cc.l.takeIdle(t, cc.start); up != nil {
 		up.attach(cc)
 		return
 	}
@@ -339,8 +368,15 @@ func (cc *clientConn) timeout(gen uint64) {
 // client's (its body read whole or streaming), or nil with err, an
 // *UpstreamError.
 func (cc *clientConn) upstreamDone(resp *fasthttp.Response, err error) {
-	cc.t.inflight.Add(-1)
 	o, err := attemptResult(resp, err)
+	cc.attemptEnded(o, err)
+	cc.respond(resp, err)
+}
+
+// attemptEnded reports the attempt's outcome o, and the error the route's
+// policies see, to the target's passive health and the policies.
+func (cc *clientConn) attemptEnded(o sluice.Outcome, err error) {
+	cc.t.inflight.Add(-1)
 	cc.passive.Done(o)
 	cc.passive = sluice.Permit{}
 	if cc.timer != nil {
@@ -348,7 +384,6 @@ func (cc *clientConn) upstreamDone(resp *fasthttp.Response, err error) {
 		cc.timer = nil
 	}
 	cc.adm.End(context.Background(), err)
-	cc.respond(resp, err)
 }
 
 // respond answers the request with the upstream's response, the route's
@@ -380,29 +415,68 @@ func (cc *clientConn) end(reason string) {
 	g := cc.l.e.g
 	cc.rt.inflight.Add(-1)
 	g.finish(&cc.ctx, cc.rt, cc.start, reason)
-	g.exchanges.Put(cc.x.reset())
-	cc.rt, cc.x, cc.t, cc.rl, cc.replayed = nil, nil, nil, nil, false
+	cc.rt, cc.t, cc.rl, cc.replayed = nil, nil, nil, false
 }
 
 // reply sends the response in cc.ctx and makes the connection ready for
 // the next request.
 func (cc *clientConn) reply() {
-	ctx, c := &cc.ctx, cc.c
-	if cc.wantClose || cc.l.e.draining.Load() {
+	ctx := &cc.ctx
+	if cc.closing() {
 		ctx.Response.SetConnectionClose()
-		cc.closeNext = true
 	}
 	if ctx.IsHead() {
 		ctx.Response.SkipBody = true
 	}
 	if !cc.gone {
 		w := cc.l.writer()
-		if ctx.Response.Write(w) != nil || cc.l.flush(c) != nil {
+		if ctx.Response.Write(w) != nil || cc.l.flush(cc.c) != nil {
 			cc.closeNext = true
 		}
 	}
-	ctx.Request.Reset()
-	ctx.Response.Reset()
+	cc.ready()
+}
+
+// forward answers the request with the target's response h, whose body is
+// body, as it came but for its hop-by-hop headers and the gateway's own
+// (see appendResponse), and makes the connection ready for the next
+// request.
+func (cc *clientConn) forward(h *respHead, body []byte) {
+	closing := cc.closing()
+	if !cc.gone {
+		var policy []byte
+		if cc.rt.limit != nil {
+			policy = cc.rt.limit.policy
+		}
+		l := cc.l
+		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body)
+		if l.write(cc.c) != nil {
+			cc.closeNext = true
+		}
+	}
+	cc.ctx.Response.SetStatusCode(h.code) // for the metrics and the log
+	cc.end("")
+	cc.ready()
+}
+
+// closing reports whether the connection closes after this response: the
+// client asked for it, or the gateway is shutting down.
+func (cc *clientConn) closing() bool {
+	if cc.wantClose || cc.l.e.draining.Load() {
+		cc.closeNext = true
+	}
+	return cc.closeNext
+}
+
+// ready makes the connection ready for its next request.
+func (cc *clientConn) ready() {
+	c := cc.c
+	cc.ctx.Request.Reset()
+	cc.ctx.Response.Reset()
+	if cap(cc.in) > 16<<10 {
+		cc.in = nil // do not keep a large body's buffer
+	}
+	cc.body = nil
 	cc.state, cc.pollDelay = stateIdle, 0
 	cc.deadline = time.Now().Add(cc.l.e.g.state.Load().cfg.Server.IdleTimeout.D())
 	if !cc.gone && (cc.closeNext || c.InboundBuffered() > 0) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice"
 )
 
 // dialTimeout bounds connecting to a target from a loop (as fasthttp's
@@ -36,13 +38,14 @@ type upConn struct {
 	gone      bool // closed, or taken out of the loop
 }
 
-// takeIdle returns an idle connection to t, closing those idle too long.
-func (l *loop) takeIdle(t *target) *upConn {
+// takeIdle returns an idle connection to t, closing those idle too long
+// at now.
+func (l *loop) takeIdle(t *target, now time.Time) *upConn {
 	conns := l.idle[t]
 	for len(conns) > 0 {
 		up := conns[len(conns)-1]
 		conns = conns[:len(conns)-1]
-		if time.Since(up.idleSince) < t.client.MaxIdleConnDuration {
+		if now.Sub(up.idleSince) < t.client.MaxIdleConnDuration {
 			l.idle[t] = conns
 			return up
 		}
@@ -109,13 +112,9 @@ func (up *upConn) dialFailed(err error) {
 // attach sends cc's request over up.
 func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
-	w := cc.l.writer()
-	if err := cc.ctx.Request.Write(w); err != nil {
-		up.abandon()
-		cc.upstreamDone(nil, upstreamError(up.t, err))
-		return
-	}
-	if err := cc.l.flush(up.c); err != nil {
+	l := cc.l
+	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, up.t.client.Addr, cc.body)
+	if err := l.write(up.c); err != nil {
 		up.abandon()
 		cc.upstreamDone(nil, upstreamError(up.t, err))
 	}
@@ -149,7 +148,7 @@ func (up *upConn) closed() {
 		return
 	}
 	cc.up = nil
-	if !up.got && !cc.replayed && replayable(&cc.ctx.Request) {
+	if !up.got && !cc.replayed && cc.head.replayable() {
 		cc.replayed = true
 		cc.send()
 		return
@@ -186,6 +185,22 @@ func (up *upConn) traffic() gnet.Action {
 			}
 			return gnet.None
 		}
+		var h respHead
+		if parseResponse(buf[:hlen], &h) && h.code < 500 {
+			need := -1
+			switch {
+			case cc.ctx.IsHead() || h.code == fasthttp.StatusNoContent || h.code == fasthttp.StatusNotModified:
+				need = hlen
+			case h.cl >= 0 && h.cl <= smallBody:
+				need = hlen + h.cl
+			}
+			if need >= 0 {
+				if len(buf) < need {
+					return gnet.None // read again once the body is in
+				}
+				return up.forward(&h, buf[hlen:need], need, len(buf) == need)
+			}
+		}
 		resp.Reset()
 		resp.Header.SetNoDefaultContentType(true)
 		if err := resp.Header.Read(up.l.reader(buf[:hlen])); err != nil {
@@ -221,7 +236,25 @@ func (up *upConn) traffic() gnet.Action {
 	keep := !resp.ConnectionClose() && len(buf) == up.need
 	cc.up = nil
 	cc.upstreamDone(resp, nil)
-	_, _ = c.Discard(up.need)
+	return up.done(up.need, keep)
+}
+
+// forward sends a plain response h with its body, n bytes in all, to the
+// client as it came (see clientConn.forward): the attempt succeeded. It
+// keeps up for the next request unless keep is false or the target closes
+// it.
+func (up *upConn) forward(h *respHead, body []byte, n int, keep bool) gnet.Action {
+	cc := up.cc
+	cc.up = nil
+	cc.attemptEnded(sluice.Outcome{Class: sluice.Success}, nil)
+	cc.forward(h, body)
+	return up.done(n, keep && !h.close())
+}
+
+// done consumes the n bytes of up's response, and keeps up for the next
+// request unless keep is false or up is gone.
+func (up *upConn) done(n int, keep bool) gnet.Action {
+	_, _ = up.c.Discard(n)
 	if !keep || up.gone {
 		up.gone = true
 		up.cc = nil

@@ -22,8 +22,8 @@ type rateLimit struct {
 	onError string // open | closed | local: what a store failure does
 }
 
-// key returns whose limit the request counts against.
-func (l *rateLimit) key(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr) string {
+// key returns whose limit req, from client, counts against on rt.
+func (l *rateLimit) key(req request, rt *route, client netip.Addr) string {
 	if l.byRoute {
 		return rt.name
 	}
@@ -31,7 +31,7 @@ func (l *rateLimit) key(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr) 
 	b := append(buf[:0], rt.name...)
 	if l.header != "" {
 		b = append(b, "|h|"...)
-		b = append(b, ctx.Request.Header.Peek(l.header)...)
+		b = append(b, req.Peek(l.header)...)
 	} else {
 		b = append(b, "|ip|"...)
 		b = client.AppendTo(b)
@@ -39,12 +39,12 @@ func (l *rateLimit) key(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr) 
 	return string(b)
 }
 
-// allow takes one event of the request's key. It returns whether the
-// request may go on and, if not, when to retry, and the RateLimit header
-// value (IETF httpapi draft, structured-field form) appended to dst, for
+// allow takes one event of key (see key). It returns whether the request
+// may go on and, if not, when to retry, and the RateLimit header value
+// (IETF httpapi draft, structured-field form) appended to dst, for
 // setHeaders (dst unchanged when the store failed: no header then).
-func (l *rateLimit) allow(ctx *fasthttp.RequestCtx, rt *route, client netip.Addr, dst []byte) (bool, time.Duration, []byte) {
-	d, err := l.limiter.Allow(context.Background(), l.key(ctx, rt, client), 1)
+func (l *rateLimit) allow(key string, rt *route, dst []byte) (bool, time.Duration, []byte) {
+	d, err := l.limiter.Allow(context.Background(), key, 1)
 	if err != nil {
 		// The store failed (a Redis store applies its own on_error choice
 		// first; this is what is left) or is full: never over-admit.

@@ -16,7 +16,7 @@ type matcher struct {
 	host    []byte   // exact host without port; nil = any
 	prefix  []byte   // path prefix; "/" matches all
 	methods [][]byte // nil = any
-	headers [][2][]byte
+	headers [][2]string
 }
 
 func newMatcher(m config.Match) matcher {
@@ -28,21 +28,39 @@ func newMatcher(m config.Match) matcher {
 		mt.methods = append(mt.methods, []byte(meth))
 	}
 	for k, v := range m.Headers {
-		mt.headers = append(mt.headers, [2][]byte{[]byte(k), []byte(v)})
+		mt.headers = append(mt.headers, [2]string{k, v})
 	}
 	return mt
 }
 
-func (m *matcher) matches(req *fasthttp.Request) bool {
-	// The path as the upstream will understand it (percent-decoded, dot
-	// segments resolved, slashes merged): matching the raw path would let
-	// "/%65xpensive" or "/x/../expensive" slip past the /expensive route's
-	// policies to an upstream that reads them as /expensive.
-	if !bytes.HasPrefix(req.URI().Path(), m.prefix) {
+// request is what routing and rate-limit keys read of a request: one that
+// fasthttp parsed (fastRequest), or a head an event loop read (reqHead).
+type request interface {
+	// Path is the path as the upstream will understand it (percent-decoded,
+	// dot segments resolved, slashes merged): matching the raw path would
+	// let "/%65xpensive" or "/x/../expensive" slip past the /expensive
+	// route's policies to an upstream that reads them as /expensive.
+	Path() []byte
+	Method() []byte
+	Host() []byte
+	// Peek returns the value of header name (any case), nil when absent.
+	Peek(name string) []byte
+}
+
+// fastRequest is a request fasthttp parsed.
+type fastRequest struct{ r *fasthttp.Request }
+
+func (f fastRequest) Path() []byte            { return f.r.URI().Path() }
+func (f fastRequest) Method() []byte          { return f.r.Header.Method() }
+func (f fastRequest) Host() []byte            { return f.r.Header.Host() }
+func (f fastRequest) Peek(name string) []byte { return f.r.Header.Peek(name) }
+
+func (m *matcher) matches(req request) bool {
+	if !bytes.HasPrefix(req.Path(), m.prefix) {
 		return false
 	}
 	if m.methods != nil {
-		meth := req.Header.Method()
+		meth := req.Method()
 		found := false
 		for _, want := range m.methods {
 			if bytes.Equal(meth, want) {
@@ -54,11 +72,11 @@ func (m *matcher) matches(req *fasthttp.Request) bool {
 			return false
 		}
 	}
-	if m.host != nil && !bytes.EqualFold(stripPort(req.Header.Host()), m.host) {
+	if m.host != nil && !bytes.EqualFold(stripPort(req.Host()), m.host) {
 		return false
 	}
 	for _, h := range m.headers {
-		if !bytes.Equal(req.Header.PeekBytes(h[0]), h[1]) {
+		if string(req.Peek(h[0])) != h[1] {
 			return false
 		}
 	}
@@ -98,8 +116,11 @@ func (t trustedProxies) contains(a netip.Addr) bool {
 }
 
 // peerAddr is the address of the connection's other end.
-func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
-	if tcp, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr { return netAddr(ctx.RemoteAddr()) }
+
+// netAddr is a TCP address's IP address; the zero Addr for another kind.
+func netAddr(a net.Addr) netip.Addr {
+	if tcp, ok := a.(*net.TCPAddr); ok {
 		if a, ok := netip.AddrFromSlice(tcp.IP); ok {
 			return a.Unmap()
 		}
@@ -108,14 +129,13 @@ func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
 }
 
 // clientIP is the client's address: the peer's, or, when the peer is a
-// trusted proxy, the right-most address in X-Forwarded-For that is not itself
-// a trusted proxy (the left-most entries can be forged by the client).
-func clientIP(ctx *fasthttp.RequestCtx, trusted trustedProxies) netip.Addr {
-	peer := peerAddr(ctx)
+// trusted proxy, the right-most address in xff (the request's
+// X-Forwarded-For) that is not itself a trusted proxy (the left-most
+// entries can be forged by the client).
+func clientIP(peer netip.Addr, xff []byte, trusted trustedProxies) netip.Addr {
 	if len(trusted) == 0 || !trusted.contains(peer) {
 		return peer
 	}
-	xff := ctx.Request.Header.Peek("X-Forwarded-For")
 	for len(xff) > 0 {
 		i := bytes.LastIndexByte(xff, ',')
 		part := bytes.TrimSpace(xff[i+1:])

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/ratelimit"
 )
@@ -22,7 +20,7 @@ type state struct {
 }
 
 // route returns the first route that matches req, or nil.
-func (s *state) route(req *fasthttp.Request) *route {
+func (s *state) route(req request) *route {
 	for _, r := range s.routes {
 		if r.match.matches(req) {
 			return r
