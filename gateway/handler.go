@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // route is one configured route with its policies built.
@@ -33,6 +34,7 @@ type route struct {
 	group    *coalesce.Group[string, *sharedResponse] // nil unless coalescing
 	fallback *config.Fallback
 	policies *routePolicies // for /status and reuse across reloads
+	metrics  *telemetry.Route
 	inflight atomic.Int64
 	clock    clock.Clock
 }
@@ -106,7 +108,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 // it has written the 429 into ctx when the limit refuses the request.
 func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, key string, dst []byte) ([]byte, bool) {
 	ok, retryAfter, v := rt.limit.allow(key, rt, dst)
-	g.metrics.RateLimit(rt.name, ok)
+	rt.metrics.RateLimit(ok)
 	if !ok {
 		rt.limit.setHeaders(&ctx.Response.Header, v) // writeError keeps them
 		writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
@@ -253,11 +255,13 @@ func writeFallback(ctx *fasthttp.RequestCtx, f *config.Fallback) {
 // finish records the request in the metrics and the log.
 func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, reason string) {
 	name := ""
-	if rt != nil {
-		name = rt.name
-	}
 	d := time.Since(start)
 	code := ctx.Response.StatusCode()
-	g.metrics.Request(name, code, reason, d)
+	if rt != nil {
+		name = rt.name
+		rt.metrics.Request(code, reason, d)
+	} else {
+		g.metrics.Request(name, code, reason, d)
+	}
 	g.logRequest(ctx, name, code, reason, d)
 }

@@ -40,7 +40,8 @@ type routePolicies struct {
 // buildRoute builds a route of st from its configuration, reusing old's
 // policies (old may be nil) where their settings are unchanged.
 func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, error) {
-	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream], fallback: rc.Policies.Fallback, clock: g.clock}
+	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream], fallback: rc.Policies.Fallback,
+		clock: g.clock, metrics: g.metrics.Route(rc.Name)}
 	var prev *routePolicies
 	if old != nil {
 		prev = old.policies

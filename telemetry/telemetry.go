@@ -7,6 +7,7 @@ package telemetry
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,15 +26,9 @@ type Metrics struct {
 
 	// Children of the request metrics, looked up once per label set: a
 	// label lookup hashes every label on each call, which the hot path of
-	// a gateway should not pay.
+	// a gateway should not pay (a Route does not even pay this map's).
 	requestCounters sync.Map // requestKey → prometheus.Counter
 	durations       sync.Map // route → prometheus.Observer
-	decisions       sync.Map // decisionKey → prometheus.Counter
-}
-
-type decisionKey struct {
-	route   string
-	allowed bool
 }
 
 type requestKey struct {
@@ -87,12 +82,22 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// Request records one served request. outcome is "ok" or the reason it was
-// not served by the upstream.
+// Request records one served request. outcome is "" (recorded as "ok") or
+// the reason it was not served by the upstream. A Route records its
+// requests for less.
 func (m *Metrics) Request(route string, code int, outcome string, d time.Duration) {
 	if m == nil {
 		return
 	}
+	m.requestCounter(route, code, outcome).Inc()
+	h, ok := m.durations.Load(route)
+	if !ok {
+		h, _ = m.durations.LoadOrStore(route, m.duration.WithLabelValues(route))
+	}
+	h.(prometheus.Observer).Observe(d.Seconds())
+}
+
+func (m *Metrics) requestCounter(route string, code int, outcome string) prometheus.Counter {
 	if outcome == "" {
 		outcome = "ok"
 	}
@@ -101,12 +106,54 @@ func (m *Metrics) Request(route string, code int, outcome string, d time.Duratio
 	if !ok {
 		c, _ = m.requestCounters.LoadOrStore(k, m.requests.WithLabelValues(route, strconv.Itoa(code), outcome))
 	}
-	c.(prometheus.Counter).Inc()
-	h, ok := m.durations.Load(route)
-	if !ok {
-		h, _ = m.durations.LoadOrStore(route, m.duration.WithLabelValues(route))
+	return c.(prometheus.Counter)
+}
+
+// Route records the requests and rate-limit decisions of one route: the
+// same series as Metrics.Request and those of the decisions, with the
+// route's label values looked up once, when it is made, and its counter of
+// served requests once per status code, so that recording hashes nothing.
+// Every method of a nil *Route does nothing.
+type Route struct {
+	m                 *Metrics
+	name              string
+	duration          prometheus.Observer
+	allowed, rejected prometheus.Counter
+	served            [maxCode + 1]atomic.Pointer[prometheus.Counter] // outcome "ok", by code
+}
+
+// maxCode is the largest status code a Route keeps a counter for at hand.
+const maxCode = 599
+
+// Route returns the metrics of route name; nil when m is nil.
+func (m *Metrics) Route(name string) *Route {
+	if m == nil {
+		return nil
 	}
-	h.(prometheus.Observer).Observe(d.Seconds())
+	return &Route{m: m, name: name,
+		duration: m.duration.WithLabelValues(name),
+		allowed:  m.rateLimit.WithLabelValues(name, "allowed"),
+		rejected: m.rateLimit.WithLabelValues(name, "rejected"),
+	}
+}
+
+// Request records one request of the route, as Metrics.Request does.
+func (r *Route) Request(code int, outcome string, d time.Duration) {
+	if r == nil {
+		return
+	}
+	if outcome == "" && code >= 0 && code <= maxCode {
+		c := r.served[code].Load()
+		if c == nil {
+			counter := r.m.requestCounter(r.name, code, "")
+			c = &counter
+			r.served[code].Store(c)
+		}
+		(*c).Inc()
+	} else {
+		r.m.requestCounter(r.name, code, outcome).Inc()
+	}
+	r.duration.Observe(d.Seconds())
 }
 
 // BreakerState records a breaker's state (see the metric's help for the
@@ -129,21 +176,16 @@ func (m *Metrics) ConcurrencyLimit(route string, limit int) {
 	m.concLimit.WithLabelValues(route).Set(float64(limit))
 }
 
-// RateLimit records one rate-limit decision.
-func (m *Metrics) RateLimit(route string, allowed bool) {
-	if m == nil {
+// RateLimit records one rate-limit decision of the route.
+func (r *Route) RateLimit(allowed bool) {
+	if r == nil {
 		return
 	}
-	k := decisionKey{route, allowed}
-	c, ok := m.decisions.Load(k)
-	if !ok {
-		d := "rejected"
-		if allowed {
-			d = "allowed"
-		}
-		c, _ = m.decisions.LoadOrStore(k, m.rateLimit.WithLabelValues(route, d))
+	if allowed {
+		r.allowed.Inc()
+	} else {
+		r.rejected.Inc()
 	}
-	c.(prometheus.Counter).Inc()
 }
 
 // Reload records a configuration reload.

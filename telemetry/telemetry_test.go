@@ -17,26 +17,29 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := m.Route("infer")
 	m.Request("infer", 200, "", 20*time.Millisecond)
-	m.Request("infer", 200, "", 30*time.Millisecond)
-	m.Request("infer", 429, "rate_limited", time.Millisecond)
+	r.Request(200, "", 30*time.Millisecond)
+	r.Request(429, "rate_limited", time.Millisecond)
+	m.Request("", 404, "no_route", time.Millisecond)
 	m.BreakerState("infer", 1, "open", true)
 	m.ConcurrencyLimit("infer", 12)
-	m.RateLimit("infer", false)
+	r.RateLimit(false)
 	m.Reload(true)
 	m.Retry("infer")
 	want := `
 # HELP sluice_requests_total Requests served, by route, status code and outcome (ok, or the reason the request was not served by the upstream).
 # TYPE sluice_requests_total counter
 sluice_requests_total{code="200",outcome="ok",route="infer"} 2
+sluice_requests_total{code="404",outcome="no_route",route=""} 1
 sluice_requests_total{code="429",outcome="rate_limited",route="infer"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_requests_total"); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(reg, "sluice_request_duration_seconds", "sluice_breaker_state", "sluice_concurrency_limit",
-		"sluice_ratelimit_decisions_total", "sluice_config_reloads_total", "sluice_retries_total", "sluice_breaker_transitions_total"); n != 7 {
-		t.Fatalf("got %d series, want 7", n)
+		"sluice_ratelimit_decisions_total", "sluice_config_reloads_total", "sluice_retries_total", "sluice_breaker_transitions_total"); n != 9 {
+		t.Fatalf("got %d series, want 9", n) // two routes' durations, one route's two decisions
 	}
 	if _, err := telemetry.New(reg); err == nil {
 		t.Fatal("registering twice succeeded")
@@ -48,7 +51,8 @@ func TestNilMetricsDoNothing(t *testing.T) {
 	m.Request("r", 200, "", time.Second)
 	m.BreakerState("b", 0, "closed", false)
 	m.ConcurrencyLimit("r", 1)
-	m.RateLimit("r", true)
+	m.Route("r").RateLimit(true)
+	m.Route("r").Request(200, "", time.Second)
 	m.Reload(false)
 	m.Retry("r")
 }
@@ -59,6 +63,17 @@ func BenchmarkRequest(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			m.Request("infer", 200, "", time.Millisecond)
+		}
+	})
+}
+
+func BenchmarkRouteRequest(b *testing.B) {
+	m, _ := telemetry.New(prometheus.NewRegistry())
+	r := m.Route("infer")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r.Request(200, "", time.Millisecond)
 		}
 	})
 }
