@@ -104,10 +104,11 @@ type Server struct {
 	// flight before closing them. Default 30s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// Engine is "loop" (default): event loops, one per core, serve the
-	// requests of routes whose policies decide at once and hand everything
-	// else (retries, coalescing, queues, streamed bodies, ...) to
-	// goroutines; or "goroutine": a goroutine per connection serves
-	// everything. "loop" needs Linux; elsewhere it means "goroutine".
+	// requests of routes whose policies decide at once or wait on a timer
+	// (retries), and hand everything else (coalescing, queues, a Redis
+	// store, streamed bodies, ...) to goroutines; or "goroutine": a
+	// goroutine per connection serves everything. "loop" needs Linux;
+	// elsewhere it means "goroutine".
 	Engine string `yaml:"engine"`
 }
 

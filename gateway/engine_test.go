@@ -190,7 +190,7 @@ routes:
 	if r := get(t, newClient(t), gw.URL+"/a"); r.Code != 200 { // the gateway serves
 		t.Fatalf("GET /a: %d", r.Code)
 	}
-	want := map[string]bool{"deciding": true, "retry": false, "coalesce": false, "queue": false, "tls": false}
+	want := map[string]bool{"deciding": true, "retry": true, "coalesce": false, "queue": false, "tls": false}
 	for name, loop := range want {
 		if got := gw.routeStatus(t, name).Loop; got != loop {
 			t.Errorf("route %s served by the loops: %v, want %v", name, got, loop)

@@ -348,3 +348,10 @@ func isRefused(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
+
+// forEngines runs test once on each engine (server.engine).
+func forEngines(t *testing.T, test func(t *testing.T, engine string)) {
+	for _, engine := range []string{"loop", "goroutine"} {
+		t.Run(engine, func(t *testing.T) { test(t, engine) })
+	}
+}

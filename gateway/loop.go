@@ -31,10 +31,11 @@ const loopsSupported = true
 //
 // The loops take the common case: a request whose route decides at once
 // (rate limit on the memory store, circuit breaker, concurrency limit
-// without a queue, timeout, fallback), with a body of at most 64 KiB that
-// has arrived whole, answered by a body of at most 64 KiB. Anything else
-// hands the connection over to the goroutine engine (fasthttp), where it
-// stays: a route with retries, coalescing, a queue or a Redis store; a
+// without a queue, timeout, fallback; retries, whose waits are timers
+// that bring the request back to its loop), with a body of at most 64 KiB
+// that has arrived whole, answered by a body of at most 64 KiB. Anything
+// else hands the connection over to the goroutine engine (fasthttp), where
+// it stays: a route with coalescing, a queue or a Redis store; a
 // streamed, chunked or large request body; an Expect or Upgrade header; an
 // HTTP/1.0 client; a path that needs normalizing; anything else outside
 // the plain form the loops read themselves (see head.go; fasthttp answers

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/retry"
 )
 
 // loopBody is the largest request body the loops take: a larger one, or
@@ -64,6 +65,10 @@ type clientConn struct {
 	head           reqHead
 	body           []byte // in's tail
 	rt             *route
+	final          bool           // a failed attempt must not be retried (see exchange.final)
+	attempts       retry.Attempts // when the route retries
+	last           *target        // the previous attempt's target
+	lastErr        error          // the previous attempt's error, during the wait for the next
 	adm            sluice.Admission
 	start          time.Time
 	xff            []byte // the X-Forwarded-For value to send
@@ -268,8 +273,8 @@ func (cc *clientConn) handOver() gnet.Action {
 	return gnet.Close
 }
 
-// begin runs the route's admission policies on the request and sends it
-// upstream, or answers at once when a policy refuses it.
+// begin takes the request through the route's rate limit and starts its
+// first attempt, or answers at once.
 func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	ctx, g, h := &cc.ctx, cc.l.e.g, &cc.head
 	cc.start = now
@@ -302,14 +307,29 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		cc.xff = forwardedFor(cc.xffBuf[:0], cc.peer, h.xff, st.trusted)
 		cc.xffBuf = cc.xff[:0]
 	}
+	// The loops hold the whole body: only the method makes a request one
+	// that a failed attempt ends.
+	cc.final = !idempotent(h.method)
+	if p := rt.policies.retry; p != nil {
+		cc.attempts = p.Start()
+	}
+	cc.deadline = time.Time{}
+	cc.attempt()
+}
+
+// attempt runs the route's admission policies and sends the request
+// upstream, or answers at once when a policy refuses it (the gateway's
+// retries never repeat a refusal: see retryOn).
+func (cc *clientConn) attempt() {
+	rt := cc.rt
 	adm, err := rt.admit.Begin(context.Background())
 	if err != nil {
 		cc.respond(nil, err)
 		return
 	}
+	cc.gen++ // a timer of an earlier attempt finds it ended
 	cc.adm = adm
 	cc.state = stateBusy
-	cc.deadline = time.Time{}
 	if d := rt.policies.timeout; d > 0 {
 		gen, l := cc.gen, cc.l
 		cc.timer = rt.clock.AfterFunc(d, func() { l.e.execute(l, func() { cc.timeout(gen) }) })
@@ -333,7 +353,7 @@ func (cc *clientConn) rateKey(rt *route, client netip.Addr) string {
 func (cc *clientConn) send() {
 	t := cc.t
 	if t == nil {
-		t = cc.rt.pool.choose(nil)
+		t = cc.rt.pool.choose(cc.last)
 		cc.t = t
 		if t.passive != nil {
 			if p, err := t.passive.Acquire(context.Background()); err == nil {
@@ -366,11 +386,53 @@ func (cc *clientConn) timeout(gen uint64) {
 
 // upstreamDone ends the attempt: resp is the upstream's response in the
 // client's (its body read whole or streaming), or nil with err, an
-// *UpstreamError.
+// *UpstreamError. The request then goes to another attempt when the
+// route's retry asks for one, or is answered.
 func (cc *clientConn) upstreamDone(resp *fasthttp.Response, err error) {
 	o, err := attemptResult(resp, err)
+	err = attemptError(err, cc.final)
 	cc.attemptEnded(o, err)
+	if cc.rt.policies.retry != nil && err != nil {
+		r := sluice.Result{Outcome: sluice.Outcome{Class: o.Class, Err: err}}
+		if delay, ok := cc.attempts.Next(context.Background(), r); ok {
+			cc.retryAfter(delay, err)
+			return
+		}
+	}
 	cc.respond(resp, err)
+}
+
+// retryAfter drops the failed attempt's response and starts the next
+// attempt after delay, on another target when there is one.
+func (cc *clientConn) retryAfter(delay time.Duration, err error) {
+	cc.ctx.Response.Reset()
+	if cc.stream != nil {
+		_ = cc.stream.Close()
+		cc.stream = nil
+	}
+	cc.last, cc.t, cc.lastErr = cc.t, nil, err
+	if delay <= 0 {
+		cc.attempt()
+		return
+	}
+	gen, l := cc.gen, cc.l
+	cc.timer = cc.rt.clock.AfterFunc(delay, func() { l.e.execute(l, func() { cc.resume(gen) }) })
+}
+
+// resume starts the next attempt after the wait that followed attempt gen,
+// or, when the client has gone meanwhile, ends the request with the last
+// attempt's error.
+func (cc *clientConn) resume(gen uint64) {
+	if cc.gen != gen || cc.state != stateBusy {
+		return
+	}
+	cc.timer = nil
+	if cc.gone {
+		cc.attempts.Cancelled(sluice.Result{Outcome: sluice.Outcome{Class: sluice.Failure, Err: cc.lastErr}})
+		cc.respond(nil, cc.lastErr)
+		return
+	}
+	cc.attempt()
 }
 
 // attemptEnded reports the attempt's outcome o, and the error the route's
@@ -415,7 +477,7 @@ func (cc *clientConn) end(reason string) {
 	g := cc.l.e.g
 	cc.rt.inflight.Add(-1)
 	g.finish(&cc.ctx, cc.rt, cc.start, reason)
-	cc.rt, cc.t, cc.rl, cc.replayed = nil, nil, nil, false
+	cc.rt, cc.t, cc.last, cc.lastErr, cc.rl, cc.replayed = nil, nil, nil, nil, nil, false
 }
 
 // reply sends the response in cc.ctx and makes the connection ready for

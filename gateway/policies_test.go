@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -422,16 +423,18 @@ func pumpClock(t *testing.T, fc *clock.Fake, step time.Duration) {
 // stay within budget·requests plus the budget's floor of 10 retries a
 // second over its 10 s window.
 func TestRetriesStayInsideBudget(t *testing.T) {
-	var calls atomic.Int64
-	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1)%2 == 1 {
-			http.Error(w, "busy", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprint(w, "ok")
-	})
-	fc := clock.NewFake(time.Time{})
-	gw := startGatewayClock(t, parseConfig(t, `
+	forEngines(t, func(t *testing.T, engine string) {
+		var calls atomic.Int64
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1)%2 == 1 {
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, "ok")
+		})
+		fc := clock.NewFake(time.Time{})
+		gw := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s}
 upstreams:
   up: {targets: ["%s"]}
 routes:
@@ -439,54 +442,57 @@ routes:
     upstream: up
     policies:
       retry: {attempts: 3, on: [503], budget: 0.2, backoff: {initial: 1ns, max: 1ns, jitter: none}}
-`, up.URL), fc)
-	pumpClock(t, fc, time.Nanosecond)
-	c := newClient(t)
-	const requests = 600
-	ok := 0
-	for range requests {
-		r := get(t, c, gw.URL+"/")
-		switch r.Code {
-		case 200:
-			ok++
-		case 503:
-		default:
-			t.Fatalf("status %d %q", r.Code, r.Body)
+`, engine, up.URL), fc)
+		pumpClock(t, fc, time.Nanosecond)
+		c := newClient(t)
+		const requests = 600
+		ok := 0
+		for range requests {
+			r := get(t, c, gw.URL+"/")
+			switch r.Code {
+			case 200:
+				ok++
+			case 503:
+			default:
+				t.Fatalf("status %d %q", r.Code, r.Body)
+			}
 		}
-	}
-	retries := int(up.calls.Load()) - requests
-	budget := int(0.2*requests) + 10*10
-	t.Logf("%d requests, %d retries (budget %d), %d answered 200", requests, retries, budget, ok)
-	if retries > budget {
-		t.Errorf("%d retries for %d requests: over the budget of %d", retries, requests, budget)
-	}
-	if retries < budget-1 {
-		t.Errorf("%d retries for %d requests: the budget allowed %d and every request wanted one", retries, requests, budget)
-	}
-	m := gw.metricsText(t)
-	if want := fmt.Sprintf(`sluice_retries_total{route="rt"} %d`, retries); !strings.Contains(m, want) {
-		t.Errorf("metrics lack %q:\n%s", want, grepLines(m, "sluice_retries"))
-	}
+		retries := int(up.calls.Load()) - requests
+		budget := int(0.2*requests) + 10*10
+		t.Logf("%d requests, %d retries (budget %d), %d answered 200", requests, retries, budget, ok)
+		if retries > budget {
+			t.Errorf("%d retries for %d requests: over the budget of %d", retries, requests, budget)
+		}
+		if retries < budget-1 {
+			t.Errorf("%d retries for %d requests: the budget allowed %d and every request wanted one", retries, requests, budget)
+		}
+		m := gw.metricsText(t)
+		if want := fmt.Sprintf(`sluice_retries_total{route="rt"} %d`, retries); !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, grepLines(m, "sluice_retries"))
+		}
+	})
 }
 
 // TestRetryOnlyIdempotent checks that a POST is not retried while a GET is.
 // The upstream fails the first attempt of every request.
 func TestRetryOnlyIdempotent(t *testing.T) {
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		first := !seen[r.Header.Get("X-Id")]
-		seen[r.Header.Get("X-Id")] = true
-		mu.Unlock()
-		if first {
-			http.Error(w, "busy", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprint(w, "ok")
-	})
-	fc := clock.NewFake(time.Time{})
-	gw := startGatewayClock(t, parseConfig(t, `
+	forEngines(t, func(t *testing.T, engine string) {
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			first := !seen[r.Header.Get("X-Id")]
+			seen[r.Header.Get("X-Id")] = true
+			mu.Unlock()
+			if first {
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, "ok")
+		})
+		fc := clock.NewFake(time.Time{})
+		gw := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s}
 upstreams:
   up: {targets: ["%s"]}
 routes:
@@ -494,18 +500,19 @@ routes:
     upstream: up
     policies:
       retry: {attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}
-`, up.URL), fc)
-	pumpClock(t, fc, time.Nanosecond)
-	c := newClient(t)
-	if r := do(t, c, "POST", gw.URL+"/", http.Header{"X-Id": {"p"}}, strings.NewReader("x")); r.Code != 503 {
-		t.Errorf("POST: %d, want the upstream's 503 (not retried)", r.Code)
-	}
-	if r := do(t, c, "GET", gw.URL+"/", http.Header{"X-Id": {"g"}}, nil); r.Code != 200 {
-		t.Errorf("GET: %d, want 200 after a retry", r.Code)
-	}
-	if n := up.calls.Load(); n != 3 {
-		t.Errorf("upstream calls %d, want 3", n)
-	}
+`, engine, up.URL), fc)
+		pumpClock(t, fc, time.Nanosecond)
+		c := newClient(t)
+		if r := do(t, c, "POST", gw.URL+"/", http.Header{"X-Id": {"p"}}, strings.NewReader("x")); r.Code != 503 {
+			t.Errorf("POST: %d, want the upstream's 503 (not retried)", r.Code)
+		}
+		if r := do(t, c, "GET", gw.URL+"/", http.Header{"X-Id": {"g"}}, nil); r.Code != 200 {
+			t.Errorf("GET: %d, want 200 after a retry", r.Code)
+		}
+		if n := up.calls.Load(); n != 3 {
+			t.Errorf("upstream calls %d, want 3", n)
+		}
+	})
 }
 
 // TestUpstreamErrors checks the error statuses: 504 when the attempt times
@@ -648,25 +655,27 @@ routes:
 // TestRetryReplaysBody checks that a retried PUT sends its body again, and
 // that HEAD and query strings pass through.
 func TestRetryReplaysBody(t *testing.T) {
-	var mu sync.Mutex
-	bodies := map[string]int{}
-	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies[string(b)]++
-		first := bodies[string(b)] == 1
-		mu.Unlock()
-		if r.Method == "PUT" && first {
-			http.Error(w, "try again", http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Length", "11")
-		if r.Method != "HEAD" {
-			fmt.Fprintf(w, "%-11s", r.URL.RawQuery)
-		}
-	})
-	fc := clock.NewFake(time.Time{})
-	gw := startGatewayClock(t, parseConfig(t, `
+	forEngines(t, func(t *testing.T, engine string) {
+		var mu sync.Mutex
+		bodies := map[string]int{}
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			bodies[string(b)]++
+			first := bodies[string(b)] == 1
+			mu.Unlock()
+			if r.Method == "PUT" && first {
+				http.Error(w, "try again", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Length", "11")
+			if r.Method != "HEAD" {
+				fmt.Fprintf(w, "%-11s", r.URL.RawQuery)
+			}
+		})
+		fc := clock.NewFake(time.Time{})
+		gw := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s}
 upstreams:
   up: {targets: ["%s"]}
 routes:
@@ -674,25 +683,76 @@ routes:
     upstream: up
     policies:
       retry: {attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}
-`, up.URL), fc)
-	pumpClock(t, fc, time.Nanosecond)
-	c := newClient(t)
-	payload := strings.Repeat("p", 64<<10)
-	if r := do(t, c, "PUT", gw.URL+"/doc?a=1&b=%20x", nil, strings.NewReader(payload)); r.Code != 200 || r.Body != "a=1&b=%20x " {
-		t.Errorf("PUT: %d %q", r.Code, r.Body)
-	}
-	mu.Lock()
-	if n := bodies[payload]; n != 2 {
-		t.Errorf("the upstream got the body %d times, want 2 (first attempt and retry)", n)
-	}
-	mu.Unlock()
-	req, _ := http.NewRequest("HEAD", gw.URL+"/doc", nil)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.ContentLength != 11 {
-		t.Errorf("HEAD: %d, Content-Length %d, want 200 and 11", resp.StatusCode, resp.ContentLength)
-	}
+`, engine, up.URL), fc)
+		pumpClock(t, fc, time.Nanosecond)
+		c := newClient(t)
+		payload := strings.Repeat("p", 64<<10)
+		if r := do(t, c, "PUT", gw.URL+"/doc?a=1&b=%20x", nil, strings.NewReader(payload)); r.Code != 200 || r.Body != "a=1&b=%20x " {
+			t.Errorf("PUT: %d %q", r.Code, r.Body)
+		}
+		mu.Lock()
+		if n := bodies[payload]; n != 2 {
+			t.Errorf("the upstream got the body %d times, want 2 (first attempt and retry)", n)
+		}
+		mu.Unlock()
+		req, _ := http.NewRequest("HEAD", gw.URL+"/doc", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.ContentLength != 11 {
+			t.Errorf("HEAD: %d, Content-Length %d, want 200 and 11", resp.StatusCode, resp.ContentLength)
+		}
+	})
+}
+
+// TestRetryConnectError checks that a request whose target cannot be
+// reached is retried on another target, a POST too (the target never saw
+// it), and on the event-loop engine without leaving the loops.
+func TestRetryConnectError(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := ln.Addr().String()
+		ln.Close() // connections to it are refused
+		up := startUpstream(t, "up", nil)
+		fc := clock.NewFake(time.Time{})
+		gw := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s", "%s"], balance: round_robin}
+routes:
+  - name: rt
+    upstream: up
+    policies:
+      retry: {attempts: 2, on: [connect_error], backoff: {initial: 1ms, max: 1ms}}
+`, engine, dead, up.URL), fc)
+		pumpClock(t, fc, time.Millisecond)
+		c := newClient(t)
+		const gets, posts = 20, 5
+		for i := range gets + posts {
+			method := "GET"
+			var body io.Reader
+			if i >= gets {
+				method, body = "POST", strings.NewReader("x")
+			}
+			if r := do(t, c, method, gw.URL+"/", nil, body); r.Code != 200 {
+				t.Fatalf("%s %d: status %d %q", method, i, r.Code, r.Body)
+			}
+		}
+		if n := up.calls.Load(); n != gets+posts {
+			t.Errorf("the live target got %d calls, want %d", n, gets+posts)
+		}
+		if m := gw.metricsText(t); !strings.Contains(m, `sluice_retries_total{route="rt"}`) {
+			t.Errorf("no retries counted:\n%s", grepLines(m, "sluice_retries"))
+		}
+		if engine == "loop" {
+			if st := gw.Status(); st.Engine.Handovers != 0 || !gw.routeStatus(t, "rt").Loop {
+				t.Errorf("hand-overs %d, route on the loops %v: the retries left the loops", st.Engine.Handovers, gw.routeStatus(t, "rt").Loop)
+			}
+		}
+	})
 }

@@ -119,21 +119,25 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 		if resp != x.direct {
 			fasthttp.ReleaseResponse(resp)
 		}
-		ue := upstreamError(t, err)
-		o, _ := attemptResult(nil, ue)
+		o, err := attemptResult(nil, upstreamError(t, err))
 		permit.Done(o)
-		if x.final && !ue.Connect {
-			return nil, &finalError{ue}
-		}
-		return nil, ue
+		return nil, attemptError(err, x.final)
 	}
 	o, serr := attemptResult(resp, nil)
 	permit.Done(o)
 	x.prev = resp
-	if serr != nil && x.final {
-		return resp, &finalError{serr}
+	return resp, attemptError(serr, x.final)
+}
+
+// attemptError is the error the route's policies see for an attempt's
+// error err (see attemptResult): marked final when the request is (final)
+// and the target may have seen it, which is unless it could not be reached.
+func attemptError(err error, final bool) error {
+	var ue *UpstreamError
+	if err == nil || !final || (errors.As(err, &ue) && ue.Connect) {
+		return err
 	}
-	return resp, serr
+	return &finalError{err}
 }
 
 // attemptResult says what an attempt's response, or its error (an

@@ -22,6 +22,9 @@
 // the retry budget is spent. In every case Run returns the last attempt's
 // result as it was, and Stats counts why it stopped.
 //
+// A caller that cannot block in Run, such as an event loop, steps through
+// a call's attempts itself: Start, then Attempts.Next after each attempt.
+//
 // Retries are capped by a Budget (by default a private one allowing 20% of
 // recent calls plus 10 retries per second), so that a failing downstream
 // does not receive up to MaxAttempts times its normal load just when it can
@@ -257,30 +260,65 @@ func DefaultRetryIf(r sluice.Result) bool {
 // attempt's result unchanged. Waits between attempts are taken on the
 // policy's clock and end early, without another attempt, if ctx is done.
 func (p *Retry) Run(ctx context.Context, next sluice.Call) sluice.Result {
-	if p.budget != nil {
-		p.budget.Deposit()
-	}
-	var prev time.Duration
-	for attempt := 1; ; attempt++ {
+	a := p.Start()
+	for {
 		r := next(ctx)
-		if !p.retryable(r) {
-			return r
-		}
-		delay, reason, ok := p.plan(ctx, attempt, &prev, r)
+		delay, ok := a.Next(ctx, r)
 		if !ok {
-			p.giveUp(reason, attempt, r)
 			return r
-		}
-		p.retries.Add(1)
-		if p.onRetry != nil {
-			p.onRetry(attempt, delay, r)
 		}
 		if clock.Sleep(ctx, p.clock, delay) != nil {
-			p.giveUp(Cancelled, attempt, r)
+			a.Cancelled(r)
 			return r
 		}
 	}
 }
+
+// Attempts steps through one call's attempts for a caller that cannot
+// block in Run, such as an event loop that starts an attempt in one
+// callback and learns its result in another: Start it when the call
+// begins, and after each attempt ask Next whether to make another and
+// after which wait. The decisions, the budget, the counts and the hooks
+// are Run's. An Attempts is used by one goroutine at a time.
+type Attempts struct {
+	p    *Retry
+	n    int           // attempts made
+	prev time.Duration // the backoff's previous delay
+}
+
+// Start begins a call (it counts towards the retry budget, as Run does).
+func (p *Retry) Start() Attempts {
+	if p.budget != nil {
+		p.budget.Deposit()
+	}
+	return Attempts{p: p}
+}
+
+// Next takes the result of the attempt just made and reports whether
+// another should be made, after delay. When it returns false, r is the
+// call's result and Stats counts why it stopped (nothing when r was not
+// retryable). ctx is the call's context, for its deadline.
+func (a *Attempts) Next(ctx context.Context, r sluice.Result) (delay time.Duration, ok bool) {
+	p := a.p
+	a.n++
+	if !p.retryable(r) {
+		return 0, false
+	}
+	delay, reason, ok := p.plan(ctx, a.n, &a.prev, r)
+	if !ok {
+		p.giveUp(reason, a.n, r)
+		return 0, false
+	}
+	p.retries.Add(1)
+	if p.onRetry != nil {
+		p.onRetry(a.n, delay, r)
+	}
+	return delay, true
+}
+
+// Cancelled records that the wait before the next attempt ended without
+// it (the caller gave up): r, the last attempt's result, is the call's.
+func (a *Attempts) Cancelled(r sluice.Result) { a.p.giveUp(Cancelled, a.n, r) }
 
 // Stats returns what the policy has done since it was made.
 func (p *Retry) Stats() Stats {

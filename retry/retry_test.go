@@ -556,3 +556,35 @@ func TestRetryAroundTimeout(t *testing.T) {
 		t.Fatalf("Stats() = %+v", s)
 	}
 }
+
+// TestAttemptsSteps drives a call's attempts by hand, as an event loop does:
+// the decisions, waits and counts are Run's.
+func TestAttemptsSteps(t *testing.T) {
+	p, err := New(Options{MaxAttempts: 3, Initial: 10 * time.Millisecond, Max: time.Second, Jitter: NoJitter, NoBudget: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a := p.Start()
+	for i, want := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond} {
+		if d, ok := a.Next(ctx, failed); !ok || d != want {
+			t.Fatalf("after attempt %d: wait %v, %v; want %v, true", i+1, d, ok, want)
+		}
+	}
+	if _, ok := a.Next(ctx, failed); ok {
+		t.Fatal("a fourth attempt after three")
+	}
+	b := p.Start()
+	if _, ok := b.Next(ctx, ok); ok {
+		t.Fatal("a success retried")
+	}
+	c := p.Start()
+	if _, ok := c.Next(ctx, failed); !ok {
+		t.Fatal("a first failure not retried")
+	}
+	c.Cancelled(failed)
+	s := p.Stats()
+	if s.Retries != 3 || s.Stopped[AttemptsExhausted] != 1 || s.Stopped[Cancelled] != 1 {
+		t.Errorf("stats %+v: want 3 retries, one stop for exhausted attempts, one for a cancelled wait", s)
+	}
+}
