@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 )
 
@@ -66,40 +67,29 @@ func parseRequest(b []byte, h *reqHead) bool {
 		seen |= bit
 		return !dup
 	}
-	for len(b) > 2 {
-		name, value, rest, ok := headerLine(b)
-		if !ok {
-			return false
-		}
-		b = rest
+	ok := headers(b, func(name, value []byte) bool {
 		switch {
 		case equalName(name, "Host"):
-			if !once(1) || !plainHost(value) {
-				return false
-			}
 			h.host = value
+			return once(1) && plainHost(value)
 		case equalName(name, "Content-Length"):
-			if !once(2) {
-				return false
-			}
-			if h.cl = contentLength(value); h.cl < 0 {
-				return false
-			}
+			h.cl = contentLength(value)
+			return once(2) && h.cl >= 0
 		case equalName(name, "Connection"):
-			if !once(4) {
-				return false
-			}
 			h.connection = value
+			return once(4)
 		case equalName(name, "X-Forwarded-For"):
-			if !once(8) {
-				return false
-			}
 			h.xff = value
+			return once(8)
 		case equalName(name, "Idempotency-Key"):
 			h.idemKey = true
 		case equalName(name, "Transfer-Encoding"), equalName(name, "Expect"), equalName(name, "Upgrade"):
 			return false
 		}
+		return true
+	})
+	if !ok {
+		return false
 	}
 	h.cl = max(h.cl, 0)
 	return len(h.host) > 0
@@ -192,30 +182,21 @@ func parseResponse(b []byte, h *respHead) bool {
 	b = b[end+1:]
 	h.lines = b[:len(b)-2]
 	connSeen := false
-	for len(b) > 2 {
-		name, value, rest, ok := headerLine(b)
-		if !ok {
-			return false
-		}
-		b = rest
+	return headers(b, func(name, value []byte) bool {
 		switch {
 		case equalName(name, "Content-Length"):
-			if h.cl >= 0 {
-				return false
-			}
-			if h.cl = contentLength(value); h.cl < 0 {
-				return false
-			}
+			dup := h.cl >= 0
+			h.cl = contentLength(value)
+			return !dup && h.cl >= 0
 		case equalName(name, "Connection"):
-			if connSeen {
-				return false
-			}
+			dup := connSeen
 			connSeen, h.connection = true, value
+			return !dup
 		case equalName(name, "Transfer-Encoding"):
 			return false
 		}
-	}
-	return true
+		return true
+	})
 }
 
 // close reports whether the target closes the connection after the
@@ -259,6 +240,21 @@ var (
 	http11CRLF = []byte("HTTP/1.1\r\n")
 )
 
+// headers calls fn with the name and value of each header line in b, the
+// lines after a start line up to and with the empty line. It reports
+// false, at once, when a line is malformed (see headerLine) or fn returns
+// false.
+func headers(b []byte, fn func(name, value []byte) bool) bool {
+	for len(b) > 2 {
+		name, value, rest, ok := headerLine(b)
+		if !ok || !fn(name, value) {
+			return false
+		}
+		b = rest
+	}
+	return true
+}
+
 // headerLine splits the first header line off b: its name, its value
 // without surrounding spaces and tabs, and the lines after it. It reports
 // false when the line is not a token, a colon and a value without control
@@ -274,12 +270,32 @@ func headerLine(b []byte) (name, value, rest []byte, ok bool) {
 		return nil, nil, nil, false
 	}
 	value = line[colon+1:]
-	for _, c := range value {
-		if ctlChar[c] {
-			return nil, nil, nil, false
-		}
+	if hasCtl(value) {
+		return nil, nil, nil, false
 	}
 	return line[:colon], trimSpace(value), b[end+1:], true
+}
+
+// hasCtl reports whether v holds a control character other than tab. It
+// looks at eight bytes at a time while none is below 0x20 or 0x7f (the
+// tests of "Bit Twiddling Hacks" for a byte less than n and a zero byte,
+// exact on whether there is one), then byte by byte.
+func hasCtl(v []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(v) >= 8 {
+		x := binary.LittleEndian.Uint64(v)
+		del := x ^ 0x7f*ones
+		if (x-0x20*ones)&^x&highs|(del-ones)&^del&highs != 0 {
+			break // a control character, or a tab
+		}
+		v = v[8:]
+	}
+	for _, c := range v {
+		if ctlChar[c] {
+			return true
+		}
+	}
+	return false
 }
 
 // nextLine splits the first line off header lines that headerLine
@@ -287,30 +303,6 @@ func headerLine(b []byte) (name, value, rest []byte, ok bool) {
 func nextLine(b []byte) (line, name []byte) {
 	line = b[:bytes.IndexByte(b, '\n')+1]
 	return line, line[:bytes.IndexByte(line, ':')]
-}
-
-// trimSpace returns v without leading and trailing spaces and tabs.
-func trimSpace(v []byte) []byte {
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		v = v[:len(v)-1]
-	}
-	return v
-}
-
-// equalName reports whether header name k is name, in any case.
-func equalName(k []byte, name string) bool {
-	if len(k) != len(name) {
-		return false
-	}
-	for i := range len(k) {
-		if k[i]|0x20 != name[i]|0x20 {
-			return false
-		}
-	}
-	return true
 }
 
 // contentLength parses a Content-Length value: 1 to 9 digits, or -1.
@@ -326,23 +318,6 @@ func contentLength(v []byte) int {
 		n = 10*n + int(c-'0')
 	}
 	return n
-}
-
-// hasToken reports whether the comma-separated list v holds tok, in any
-// case.
-func hasToken(v []byte, tok string) bool {
-	for len(v) > 0 {
-		item := v
-		if i := bytes.IndexByte(v, ','); i >= 0 {
-			item, v = v[:i], v[i+1:]
-		} else {
-			v = nil
-		}
-		if equalName(trimSpace(item), tok) {
-			return true
-		}
-	}
-	return false
 }
 
 // plainPath reports whether p is an absolute path that needs no

@@ -169,18 +169,10 @@ func FuzzParseRequest(f *testing.F) {
 		f.Add(crlf(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		end := bytes.Index(b, crlf2)
-		if end < 0 {
-			return
-		}
-		b = b[:end+4]
 		var h reqHead
-		if !parseRequest(b, &h) {
-			return
-		}
 		var req fasthttp.Request
-		if err := req.Header.Read(bufio.NewReader(bytes.NewReader(b))); err != nil {
-			t.Fatalf("plain to the loops, refused by fasthttp (%v): %q", err, b)
+		if b = plainHead(t, b, func(b []byte) bool { return parseRequest(b, &h) }, req.Header.Read); b == nil {
+			return
 		}
 		fh := &req.Header
 		cl := fh.ContentLength()
@@ -209,18 +201,10 @@ func FuzzParseResponse(f *testing.F) {
 		f.Add(crlf(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		end := bytes.Index(b, crlf2)
-		if end < 0 {
-			return
-		}
-		b = b[:end+4]
 		var h respHead
-		if !parseResponse(b, &h) {
-			return
-		}
 		var resp fasthttp.Response
-		if err := resp.Header.Read(bufio.NewReader(bytes.NewReader(b))); err != nil {
-			t.Fatalf("plain to the loops, refused by fasthttp (%v): %q", err, b)
+		if b = plainHead(t, b, func(b []byte) bool { return parseResponse(b, &h) }, resp.Header.Read); b == nil {
+			return
 		}
 		if h.cl < 0 && h.code != fasthttp.StatusNoContent && h.code != fasthttp.StatusNotModified {
 			return // a body up to the connection's end: the loops leave it to fasthttp
@@ -231,4 +215,65 @@ func FuzzParseResponse(f *testing.F) {
 				b, resp.StatusCode(), cl, resp.Header.ConnectionClose(), h.code, h.cl, h.close())
 		}
 	})
+}
+
+// plainHead returns the head that b starts with when parse takes it as
+// plain, after checking that fasthttp's read accepts it too; nil when b
+// has no head or parse refuses it.
+func plainHead(t *testing.T, b []byte, parse func([]byte) bool, read func(*bufio.Reader) error) []byte {
+	end := bytes.Index(b, crlf2)
+	if end < 0 || !parse(b[:end+4]) {
+		return nil
+	}
+	b = b[:end+4]
+	if err := read(bufio.NewReader(bytes.NewReader(b))); err != nil {
+		t.Fatalf("plain to the loops, refused by fasthttp (%v): %q", err, b)
+	}
+	return b
+}
+
+// BenchmarkParseRequest reads a browser-like request head the loops' way
+// and, for comparison, fasthttp's.
+func BenchmarkParseRequest(b *testing.B) {
+	head := crlf("GET /v1/models/llama/infer?stream=false HTTP/1.1\nHost: api.example.com\n" +
+		"User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36\nAccept: application/json\n" +
+		"Accept-Encoding: gzip, deflate, br\nAccept-Language: en-US,en;q=0.9\nX-Api-Key: 3f2a9c\n" +
+		"Cookie: session=abc123; theme=dark\nConnection: keep-alive\n\n")
+	b.Run("loops", func(b *testing.B) {
+		var h reqHead
+		for b.Loop() {
+			if !parseRequest(head, &h) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("fasthttp", func(b *testing.B) {
+		var req fasthttp.Request
+		var rd bytes.Reader
+		br := bufio.NewReader(&rd)
+		for b.Loop() {
+			rd.Reset(head)
+			br.Reset(&rd)
+			if err := req.Header.Read(br); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestHasCtl checks the eight-bytes-at-a-time test against the plain one:
+// every byte value at every place of a value, beside printable bytes and
+// obs-text.
+func TestHasCtl(t *testing.T) {
+	base := []byte("abc\x80\xffdefghij\xfeklmnopq")
+	for i := range base {
+		for c := range 256 {
+			v := bytes.Clone(base)
+			v[i] = byte(c)
+			want := c < 0x20 && c != '\t' || c == 0x7f
+			if got := hasCtl(v); got != want {
+				t.Fatalf("byte %#x at %d: hasCtl %v, want %v", c, i, got, want)
+			}
+		}
+	}
 }

@@ -432,18 +432,7 @@ func TestRetriesStayInsideBudget(t *testing.T) {
 			}
 			fmt.Fprint(w, "ok")
 		})
-		fc := clock.NewFake(time.Time{})
-		gw := startGatewayClock(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - name: rt
-    upstream: up
-    policies:
-      retry: {attempts: 3, on: [503], budget: 0.2, backoff: {initial: 1ns, max: 1ns, jitter: none}}
-`, engine, up.URL), fc)
-		pumpClock(t, fc, time.Nanosecond)
+		gw := startRetrying(t, engine, fmt.Sprintf(`{targets: ["%s"]}`, up.URL), `{attempts: 3, on: [503], budget: 0.2, backoff: {initial: 1ns, max: 1ns, jitter: none}}`)
 		c := newClient(t)
 		const requests = 600
 		ok := 0
@@ -490,18 +479,7 @@ func TestRetryOnlyIdempotent(t *testing.T) {
 			}
 			fmt.Fprint(w, "ok")
 		})
-		fc := clock.NewFake(time.Time{})
-		gw := startGatewayClock(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - name: rt
-    upstream: up
-    policies:
-      retry: {attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}
-`, engine, up.URL), fc)
-		pumpClock(t, fc, time.Nanosecond)
+		gw := startRetrying(t, engine, fmt.Sprintf(`{targets: ["%s"]}`, up.URL), `{attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}`)
 		c := newClient(t)
 		if r := do(t, c, "POST", gw.URL+"/", http.Header{"X-Id": {"p"}}, strings.NewReader("x")); r.Code != 503 {
 			t.Errorf("POST: %d, want the upstream's 503 (not retried)", r.Code)
@@ -673,18 +651,7 @@ func TestRetryReplaysBody(t *testing.T) {
 				fmt.Fprintf(w, "%-11s", r.URL.RawQuery)
 			}
 		})
-		fc := clock.NewFake(time.Time{})
-		gw := startGatewayClock(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - name: rt
-    upstream: up
-    policies:
-      retry: {attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}
-`, engine, up.URL), fc)
-		pumpClock(t, fc, time.Nanosecond)
+		gw := startRetrying(t, engine, fmt.Sprintf(`{targets: ["%s"]}`, up.URL), `{attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}`)
 		c := newClient(t)
 		payload := strings.Repeat("p", 64<<10)
 		if r := do(t, c, "PUT", gw.URL+"/doc?a=1&b=%20x", nil, strings.NewReader(payload)); r.Code != 200 || r.Body != "a=1&b=%20x " {
@@ -719,18 +686,8 @@ func TestRetryConnectError(t *testing.T) {
 		dead := ln.Addr().String()
 		ln.Close() // connections to it are refused
 		up := startUpstream(t, "up", nil)
-		fc := clock.NewFake(time.Time{})
-		gw := startGatewayClock(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["http://%s", "%s"], balance: round_robin}
-routes:
-  - name: rt
-    upstream: up
-    policies:
-      retry: {attempts: 2, on: [connect_error], backoff: {initial: 1ms, max: 1ms}}
-`, engine, dead, up.URL), fc)
-		pumpClock(t, fc, time.Millisecond)
+		gw := startRetrying(t, engine, fmt.Sprintf(`{targets: ["http://%s", "%s"], balance: round_robin}`, dead, up.URL),
+			`{attempts: 2, on: [connect_error], backoff: {initial: 1ns, max: 1ns}}`)
 		c := newClient(t)
 		const gets, posts = 20, 5
 		for i := range gets + posts {
@@ -755,4 +712,23 @@ routes:
 			}
 		}
 	})
+}
+
+// startRetrying starts a gateway on engine whose one route, rt, sends to
+// upstream up (its YAML) and retries as retry (its YAML) says, on a fake
+// clock that moves on by itself so that the waits between attempts end.
+func startRetrying(t *testing.T, engine, up, retry string) *testGateway {
+	fc := clock.NewFake(time.Time{})
+	gw := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: %s
+routes:
+  - name: rt
+    upstream: up
+    policies:
+      retry: %s
+`, engine, up, retry), fc)
+	pumpClock(t, fc, time.Nanosecond)
+	return gw
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -348,26 +347,12 @@ func isHop(k, connection []byte) bool {
 	switch len(k) {
 	case 2, 7, 10, 16, 17, 18, 19: // the lengths of the names in hopHeaders
 		for _, h := range hopHeaders {
-			if len(h) == len(k) && strings.EqualFold(h, string(k)) {
+			if equalName(k, h) {
 				return true
 			}
 		}
 	}
-	if len(connection) == 0 {
-		return false
-	}
-	for len(connection) > 0 {
-		name := connection
-		if i := bytes.IndexByte(connection, ','); i >= 0 {
-			name, connection = connection[:i], connection[i+1:]
-		} else {
-			connection = nil
-		}
-		if bytes.EqualFold(bytes.TrimSpace(name), k) {
-			return true
-		}
-	}
-	return false
+	return hasToken(connection, string(k))
 }
 
 // upstreamBody is an upstream response body on its way to the client;
