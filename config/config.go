@@ -108,7 +108,8 @@ type Server struct {
 	// (retries), and hand everything else (coalescing, queues, a Redis
 	// store, streamed bodies, ...) to goroutines; or "goroutine": a
 	// goroutine per connection serves everything. "loop" needs Linux;
-	// elsewhere it means "goroutine".
+	// elsewhere it means "goroutine". A change takes effect at the next
+	// start, not on reload.
 	Engine string `yaml:"engine"`
 }
 

@@ -5,17 +5,18 @@
 //
 // Two engines serve connections (config's server.engine). The default,
 // "loop", runs event loops, one per core (loop.go): they serve the requests
-// of routes whose policies decide at once, with small bodies, and hand a
-// connection whose request must wait or stream to the goroutine engine,
+// of routes whose policies decide at once or wait on a timer (retries),
+// with small bodies, and hand a connection whose request must wait for
+// something else or stream to the goroutine engine,
 // fasthttp, on which a request is proxied synchronously on the goroutine
 // that serves it, with the gateway's own round trip over fasthttp's
 // connection pools (roundtrip.go). "goroutine" uses that engine alone. A
 // response body up to 64 KiB is read whole; a larger one streams: a slow
 // client paces the upstream through bounded buffers. On the project's
 // two-core machines the loops bring the gateway, with a rate limit, a
-// breaker and an adaptive limit on the route, to about 0.9× nginx's
-// throughput, where the goroutine engine reaches about 0.7× and net/http's
-// ReverseProxy a quarter (see scripts/loadtest.sh).
+// breaker and an adaptive limit on the route, to nginx's throughput (0.9×
+// to 1×, run to run) with a lower p99, where the goroutine engine reaches
+// 0.7× to 0.9× and net/http's ReverseProxy a quarter (scripts/loadtest.sh).
 //
 // A route's policies see an upstream call as ending when its response
 // arrives: its headers, and its body when it is read whole. That is the
@@ -63,8 +64,11 @@ type Options struct {
 type Gateway struct {
 	state  atomic.Pointer[state]
 	server *fasthttp.Server
-	// loops serves connections on event loops (loop.go); nil when the
-	// configuration asks for the goroutine engine alone.
+	// engine is the engine that serves, chosen by the first configuration
+	// (server.engine) and the system: "loop" or "goroutine".
+	engine string
+	// loops serves connections on event loops (loop.go) once Serve has
+	// started them; nil on the goroutine engine alone.
 	loops   *loopEngine
 	ln      net.Listener
 	log     *slog.Logger
@@ -92,6 +96,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{log: opts.Logger, metrics: opts.Metrics, clock: clock.Or(opts.Clock)}
 	if g.log == nil {
 		g.log = NewLogger(cfg.Log, nil)
+	}
+	g.engine = "goroutine"
+	if cfg.Server.Engine == "loop" && loopsSupported {
+		g.engine = "loop"
 	}
 	st, err := buildState(cfg, nil, g)
 	if err != nil {
@@ -137,7 +145,7 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 // graceful shutdown.
 func (g *Gateway) Serve(ln net.Listener) error {
 	var err error
-	if g.state.Load().cfg.Server.Engine == "loop" && loopsSupported {
+	if g.engine == "loop" {
 		g.mu.Lock()
 		g.ln = ln
 		g.loops, err = newLoopEngine(g, ln.Addr())

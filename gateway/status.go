@@ -60,15 +60,14 @@ type TargetStatus struct {
 // Status returns a snapshot of the current configuration's state.
 func (g *Gateway) Status() Status {
 	st := g.state.Load()
-	s := Status{Version: st.version, LastReload: g.LastReload(), Engine: EngineStatus{Name: "goroutine"}}
+	s := Status{Version: st.version, LastReload: g.LastReload(), Engine: EngineStatus{Name: g.engine}}
 	g.mu.Lock()
-	loops := g.loops
-	g.mu.Unlock()
-	if loops != nil {
-		s.Engine = EngineStatus{Name: "loop", Handovers: loops.handovers.Load()}
+	if g.loops != nil {
+		s.Engine.Handovers = g.loops.handovers.Load()
 	}
+	g.mu.Unlock()
 	for _, r := range st.routes {
-		rs := RouteStatus{Name: r.name, Upstream: r.cfg.Upstream, InFlight: r.inflight.Load(), Loop: r.loop && loops != nil}
+		rs := RouteStatus{Name: r.name, Upstream: r.cfg.Upstream, InFlight: r.inflight.Load(), Loop: r.loop && g.engine == "loop"}
 		p := r.policies
 		if p.breaker != nil {
 			rs.Breaker = p.breaker.State().String()

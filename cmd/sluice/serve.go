@@ -71,8 +71,8 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 			g.Refuse(err)
 			return err
 		}
-		if next.Listen != cfg.Listen || next.Admin != cfg.Admin {
-			log.Warn("listen and admin changes take effect only after a restart")
+		if next.Listen != cfg.Listen || next.Admin != cfg.Admin || next.Server.Engine != cfg.Server.Engine {
+			log.Warn("listen, admin and server.engine changes take effect only after a restart")
 		}
 		return g.Apply(next)
 	}
