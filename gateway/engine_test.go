@@ -197,3 +197,63 @@ routes:
 		}
 	}
 }
+
+// TestRequestInPieces sends a request in pieces (its head cut in the middle
+// of a header, then its body in two) and checks that the gateway answers
+// nothing before the whole request is in, then answers it once, with the
+// whole body, and the request pipelined behind it. Each pause gives the
+// gateway time to read the piece alone (it may read two together: the
+// answers must be the same).
+func TestRequestInPieces(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := engineUpstream(t)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.URL))
+		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		for _, piece := range []string{
+			"POST /echo HTTP/1.1\r\nHo",
+			"st: x\r\nContent-Length: 10\r\n\r\n0123",
+			"45678",
+			"9GET /after HTTP/1.1\r\nHost: x\r\n\r\n",
+		} {
+			_ = conn.SetDeadline(time.Now().Add(waitLimit))
+			if _, err := conn.Write([]byte(piece)); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(piece, "9") {
+				_ = conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				if _, err := br.Peek(1); err == nil {
+					t.Fatalf("an answer before the request was whole (after %q)", piece)
+				}
+			}
+		}
+		_ = conn.SetDeadline(time.Now().Add(waitLimit))
+		for _, want := range []string{"0123456789", "GET /after"} {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != want {
+				t.Errorf("answer %d %q, want 200 %q", resp.StatusCode, b, want)
+			}
+		}
+		if n := up.calls.Load(); n != 2 {
+			t.Errorf("upstream calls %d, want 2", n)
+		}
+		if engine == "loop" && gw.Status().Engine.Handovers != 0 {
+			t.Errorf("%d hand-overs: the loops left the request", gw.Status().Engine.Handovers)
+		}
+	})
+}

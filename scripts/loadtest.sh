@@ -11,7 +11,9 @@
 # twice: at saturation (wrk, one thread, CONNS connections: throughput) and
 # at a fixed RATE of requests per second that every proxy can carry
 # (bench/cmd/fixedrate, open loop: the latency a proxy adds). Medians are
-# reported with their ratio to nginx.
+# reported, and the ratios to nginx as the median and range of each
+# round's ratio (the proxies of a round run back to back, so pairing them
+# cancels much of the drift of a shared machine between rounds).
 #
 #   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 RATE=10000 by default
 #
@@ -134,15 +136,21 @@ for line in open(sys.argv[1]):
     runs[phase, name].append((float(rps), ms(p99)))
 label = {"nginx": "nginx", "sluice": "sluice", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
          "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
+def ratio(xs, base):
+    # The median over rounds of each round's ratio to nginx's in the same
+    # round, and their range: a round's proxies run one after the other,
+    # so the pairing cancels much of the machine's drift between rounds.
+    rs = sorted(x / b for x, b in zip(xs, base))
+    return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})"
 for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)")):
-    print(f"\n{title}: medians")
-    print(f"{'proxy':26} {'req/s':>10} {'p99 ms':>8} {'req/s vs nginx':>15} {'p99 vs nginx':>13}")
-    base = None
+    print(f"\n{title}: medians; ratios to nginx: median (range) of the rounds' ratios")
+    print(f"{'proxy':26} {'req/s':>10} {'p99 ms':>8} {'req/s vs nginx':>20} {'p99 vs nginx':>20}")
+    base = runs[phase, "nginx"]
     for name, text in label.items():
         rs = runs[phase, name]
         if not rs:
             continue
         rps, p99 = statistics.median(r for r, _ in rs), statistics.median(p for _, p in rs)
-        base = base or (rps, p99)
-        print(f"{text:26} {rps:10.0f} {p99:8.2f} {rps/base[0]:15.2f} {p99/base[1]:13.2f}")
+        print(f"{text:26} {rps:10.0f} {p99:8.2f} {ratio([r for r, _ in rs], [r for r, _ in base]):>20} "
+              f"{ratio([p for _, p in rs], [p for _, p in base]):>20}")
 PY
