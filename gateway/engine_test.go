@@ -136,32 +136,38 @@ routes:
 // TestSlowHeadersCut checks that a client that does not finish its
 // headers within read_header_timeout loses its connection, on each engine.
 func TestSlowHeadersCut(t *testing.T) {
-	for _, engine := range []string{"loop", "goroutine"} {
-		t.Run(engine, func(t *testing.T) {
-			up := engineUpstream(t)
-			gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, read_header_timeout: 50ms}
+	forEngines(t, func(t *testing.T, engine string) {
+		_, _, conn := dialEngine(t, engine, "read_header_timeout: 50ms")
+		if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: "); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(waitLimit))
+		b, err := io.ReadAll(conn) // whatever the gateway says, then the end
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("connection still open after %v (read %q)", waitLimit, b)
+		}
+	})
+}
+
+// dialEngine starts a gateway on engine, with server settings more (YAML,
+// may be empty), whose one route sends everything to an engineUpstream,
+// and returns it, the upstream and a connection to it.
+func dialEngine(t *testing.T, engine, more string) (*testGateway, *upstream, net.Conn) {
+	up := engineUpstream(t)
+	gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, %s}
 upstreams:
   up: {targets: ["%s"]}
 routes:
   - {name: all, upstream: up}
-`, engine, up.URL))
-			conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: "); err != nil {
-				t.Fatal(err)
-			}
-			_ = conn.SetReadDeadline(time.Now().Add(waitLimit))
-			b, err := io.ReadAll(conn) // whatever the gateway says, then the end
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				t.Fatalf("connection still open after %v (read %q)", waitLimit, b)
-			}
-		})
+`, engine, more, up.URL))
+	conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { conn.Close() })
+	return gw, up, conn
 }
 
 // TestLoopRoutes checks which routes the event loops serve: those whose
@@ -206,19 +212,7 @@ routes:
 // answers must be the same).
 func TestRequestInPieces(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		up := engineUpstream(t)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
-		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		gw, up, conn := dialEngine(t, engine, "")
 		br := bufio.NewReader(conn)
 		for _, piece := range []string{
 			"POST /echo HTTP/1.1\r\nHo",

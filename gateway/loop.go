@@ -43,8 +43,9 @@ const loopsSupported = true
 // they came (but for the hop-by-hop ones) and read any other with
 // fasthttp. A large or chunked response streams from a goroutine, so that
 // a slow client paces the upstream as on the goroutine engine, and its
-// connection then returns to its loop. A hand-over moves the socket itself, with the bytes
-// the loop had read, so nothing is lost and nothing is read twice.
+// connection then returns to its loop. A hand-over moves the socket
+// itself, with the bytes the loop had read, so nothing is lost and nothing
+// is read twice.
 type loopEngine struct {
 	gnet.BuiltinEventEngine
 	g       *Gateway

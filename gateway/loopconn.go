@@ -48,7 +48,7 @@ type clientConn struct {
 	l     *loop
 	ctx   fasthttp.RequestCtx
 	state connState
-	gen   uint64 // counts requests, so that a late timer finds its own
+	gen   uint64 // counts requests and attempts, so that a late timer finds its own
 	gone  bool   // the client closed while its request was upstream
 
 	peer     netip.Addr // the client's address
@@ -521,8 +521,8 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 	cc.ready()
 }
 
-// closing reports whether the connection closes after this response: the
-// client asked for it, or the gateway is shutting down.
+// closing reports whether the connection closes after this response (and
+// marks it so): the client asked for it, or the gateway is shutting down.
 func (cc *clientConn) closing() bool {
 	if cc.wantClose || cc.l.e.draining.Load() {
 		cc.closeNext = true
