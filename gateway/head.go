@@ -37,7 +37,8 @@ type reqHead struct {
 // fasthttp reads the target through it), at most one Content-Length (digits
 // only) and one Connection and X-Forwarded-For, no Transfer-Encoding,
 // Expect or Upgrade, and header lines of a token, a colon and a value
-// without CR, each ending in CRLF (no folded lines).
+// without control characters but tabs, each ending in CRLF (no folded
+// lines).
 func parseRequest(b []byte, h *reqHead) bool {
 	*h = reqHead{cl: -1}
 	i := bytes.IndexByte(b, ' ')
