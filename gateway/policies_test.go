@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -679,12 +678,7 @@ func TestRetryReplaysBody(t *testing.T) {
 // it), and on the event-loop engine without leaving the loops.
 func TestRetryConnectError(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dead := ln.Addr().String()
-		ln.Close() // connections to it are refused
+		dead := closedAddr(t)
 		up := startUpstream(t, "up", nil)
 		gw := startRetrying(t, engine, fmt.Sprintf(`{targets: ["http://%s", "%s"], balance: round_robin}`, dead, up.URL),
 			`{attempts: 2, on: [connect_error], backoff: {initial: 1ns, max: 1ns}}`)
@@ -731,4 +725,55 @@ routes:
 `, engine, up, retry), fc)
 	pumpClock(t, fc, time.Nanosecond)
 	return gw
+}
+
+// TestRetryOnTimeout checks that an attempt cut by the route's timeout is
+// retried when retry.on names timeout, and that the retry's answer is the
+// client's: the first attempt hangs, the second answers.
+func TestRetryOnTimeout(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		g := newGate(1)
+		t.Cleanup(g.open)
+		var calls atomic.Int64
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				g.wait(r)
+				return
+			}
+			fmt.Fprint(w, "second attempt")
+		})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: rt
+    upstream: up
+    policies:
+      timeout: 1s
+      retry: {attempts: 2, on: [timeout], backoff: {initial: 1ms, max: 1ms, jitter: none}}
+`, engine, up.URL))
+		res := make(chan result, 1)
+		go func() {
+			r, err := tryDo(newClient(t), "GET", gw.URL+"/", nil, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			res <- r
+		}()
+		g.awaitArrivals(t, 1)
+		gw.Clock.Advance(time.Second) // the first attempt times out
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := gw.Clock.BlockUntil(ctx, 1); err != nil { // the wait before the retry
+			t.Fatal(err)
+		}
+		gw.Clock.Advance(time.Millisecond)
+		if r := <-res; r.Code != 200 || r.Body != "second attempt" {
+			t.Fatalf("%d %q, want the second attempt's 200", r.Code, r.Body)
+		}
+		if n := calls.Load(); n != 2 {
+			t.Errorf("upstream calls %d, want 2", n)
+		}
+	})
 }
