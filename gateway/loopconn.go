@@ -57,6 +57,7 @@ type clientConn struct {
 	// The rate-limit key last used (see rateKey).
 	keyRoute  *route
 	keyClient netip.Addr
+	keyHeader []byte
 	key       string
 
 	// The request in flight: its head and body, copied out of the
@@ -338,11 +339,16 @@ func (cc *clientConn) attempt() {
 }
 
 // rateKey returns the key of the request, from client, for rt's rate
-// limit: the connection's previous key when it is the same, which saves
-// making it again on every request of a keep-alive connection.
+// limit: the connection's previous key when it is the same (same route,
+// client and key header), which saves making it again on every request of
+// a keep-alive connection.
 func (cc *clientConn) rateKey(rt *route, client netip.Addr) string {
-	if cc.keyRoute != rt || cc.keyClient != client || rt.limit.header != "" {
-		cc.keyRoute, cc.keyClient = rt, client
+	var hv []byte
+	if name := rt.limit.header; name != "" {
+		hv = cc.head.Peek(name)
+	}
+	if cc.keyRoute != rt || cc.keyClient != client || !bytes.Equal(cc.keyHeader, hv) {
+		cc.keyRoute, cc.keyClient, cc.keyHeader = rt, client, append(cc.keyHeader[:0], hv...)
 		cc.key = rt.limit.key(&cc.head, rt, client)
 	}
 	return cc.key
