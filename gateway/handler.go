@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -43,6 +44,15 @@ type route struct {
 func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	st := g.state.Load()
 	start := time.Now()
+	if code := refusedHead(ctx.Method(), ctx.Request.Header.RawHeaders()); code != 0 {
+		// The connection closes: what follows the head cannot be trusted
+		// to be framed as fasthttp read it.
+		ctx.SetConnectionClose()
+		reason := refusalReason(code)
+		writeError(ctx, code, reason, 0)
+		g.finish(ctx, nil, start, reason)
+		return
+	}
 	req := fastRequest{&ctx.Request}
 	rt := st.route(req)
 	if rt == nil {
@@ -57,7 +67,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		// client's wish to close is kept on the response.
 		defer ctx.SetConnectionClose()
 	}
-	peer, xff := peerAddr(ctx), ctx.Request.Header.PeekBytes(hdrForwardedFor)
+	peer, xff := peerAddr(ctx), forwardedList(&ctx.Request.Header)
 	x := g.newExchange(rt, &ctx.Request)
 	var rl []byte // the RateLimit header value, when the limit set one
 	if rt.limit != nil {
@@ -186,6 +196,21 @@ func idempotent(method []byte) bool {
 		return true
 	}
 	return false
+}
+
+// forwardedList returns the client's X-Forwarded-For list: its one
+// header's value, or the values of several headers joined in order (one
+// list, RFC 9110 section 5.3), so that the right-most address is always
+// the one the nearest proxy added.
+func forwardedList(h *fasthttp.RequestHeader) []byte {
+	vs := h.PeekAll("X-Forwarded-For")
+	switch len(vs) {
+	case 0:
+		return nil
+	case 1:
+		return vs[0]
+	}
+	return bytes.Join(vs, []byte(", "))
 }
 
 // forwardedFor appends to dst the X-Forwarded-For to send upstream: the

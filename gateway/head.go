@@ -1,5 +1,3 @@
-//go:build linux
-
 package gateway
 
 import (
@@ -30,8 +28,9 @@ type reqHead struct {
 }
 
 // parseRequest reads b, a request head ending with its empty line, into h.
-// It reports false unless the request is in plain form: an origin-form
-// target whose path needs no normalizing (no percent-encoding, no "." or
+// It reports false unless the request is in plain form: a method of
+// upper-case letters that the gateway serves (see refusedMethod), an
+// origin-form target whose path needs no normalizing (no percent-encoding, no "." or
 // ".." segment, no empty segment, only the characters RFC 3986 allows), the
 // version HTTP/1.1, exactly one Host (a host name or address and a port:
 // fasthttp reads the target through it), at most one Content-Length (digits
@@ -42,7 +41,7 @@ type reqHead struct {
 func parseRequest(b []byte, h *reqHead) bool {
 	*h = reqHead{cl: -1}
 	i := bytes.IndexByte(b, ' ')
-	if i <= 0 || !upperToken(b[:i]) {
+	if i <= 0 || !upperToken(b[:i]) || refusedMethod(b[:i]) != 0 {
 		return false
 	}
 	h.method, b = b[:i], b[i+1:]

@@ -215,11 +215,19 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 // hop-by-hop headers (most of them) costs one pass and no allocation. (Two
 // functions: ranging over the headers of a concrete type lets the compiler
 // keep the loop on the stack.)
+//
+// removeHopRequest also deletes every X-Forwarded-For, -Host and -Proto
+// header, which prepare then sets once: a client's duplicates must not reach
+// the upstream beside the gateway's values.
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]
 	conn := h.Peek("Connection")
 	for k := range h.All() {
+		if forwardedHeader(k) {
+			names = append(append(names, k...), 0)
+			continue
+		}
 		names = appendHop(names, k, conn)
 	}
 	for len(names) > 0 {
@@ -342,7 +350,11 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 }
 
 // isHop reports whether header k is hop-by-hop: a standard one, or one the
-// Connection header names.
+// Connection header names. Content-Length and Host are never hop-by-hop,
+// whatever Connection names (RFC 9110 section 7.6.1 lets a sender name only
+// hop-by-hop fields there): dropping a message's Content-Length but
+// forwarding its body would let the next hop read the body as a message of
+// its own.
 func isHop(k, connection []byte) bool {
 	switch len(k) {
 	case 2, 7, 10, 16, 17, 18, 19: // the lengths of the names in hopHeaders
@@ -352,7 +364,8 @@ func isHop(k, connection []byte) bool {
 			}
 		}
 	}
-	return hasToken(connection, string(k))
+	return len(connection) > 0 && hasToken(connection, string(k)) &&
+		!equalName(k, "Content-Length") && !equalName(k, "Host")
 }
 
 // upstreamBody is an upstream response body on its way to the client;
