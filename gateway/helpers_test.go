@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/config"
@@ -64,6 +65,7 @@ func startGateway(t testing.TB, cfg *config.Config) *testGateway {
 
 func startGatewayClock(t testing.TB, cfg *config.Config, fc *clock.Fake) *testGateway {
 	t.Helper()
+	checkLeaks(t)
 	reg := prometheus.NewRegistry()
 	m, err := telemetry.New(reg)
 	if err != nil {
@@ -196,6 +198,7 @@ type upstream struct {
 // and the body "NAME PATH").
 func startUpstream(t testing.TB, name string, h http.HandlerFunc) *upstream {
 	t.Helper()
+	checkLeaks(t)
 	u := &upstream{}
 	if h == nil {
 		h = func(w http.ResponseWriter, r *http.Request) {
@@ -347,6 +350,40 @@ func (tg *testGateway) routeStatus(t testing.TB, name string) gateway.RouteStatu
 func isRefused(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// checkLeaks fails t if goroutines that were not running when it was first
+// called for t are still running once t's other cleanups (the gateway's
+// shutdown, the upstreams' close) have run. The helpers that start servers
+// call it first, so it checks after everything they started has stopped.
+// The gateway tests run one at a time, so whatever is left is the test's
+// own. Goroutines of fasthttp and gnet that outlive a server by design and
+// end by themselves (idle-pool cleaners, the shared date and address
+// caches) are not counted.
+func checkLeaks(t testing.TB) {
+	if _, seen := leakChecked.LoadOrStore(t, true); seen {
+		return
+	}
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		leakChecked.Delete(t)
+		if t.Failed() {
+			return // a failed test may leave what it waited for
+		}
+		if err := goleak.Find(append(lingering, before)...); err != nil {
+			t.Errorf("goroutines left running: %v", err)
+		}
+	})
+}
+
+var leakChecked sync.Map // testing.TB → true: checkLeaks registered for it
+
+var lingering = []goleak.Option{ // never appended to in place: len == cap
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
+	goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*goWorker).run.func1"),
 }
 
 // forEngines runs test once on each engine (server.engine).

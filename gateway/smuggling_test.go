@@ -31,6 +31,7 @@ type wireUpstream struct {
 
 func startWireUpstream(t *testing.T, respond func(i int, r seenRequest) string) *wireUpstream {
 	t.Helper()
+	checkLeaks(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
