@@ -188,11 +188,23 @@ type Policies struct {
 	Retry          *Retry          `yaml:"retry"`
 	// Timeout bounds one attempt upstream. Default: none.
 	Timeout Duration `yaml:"timeout"`
-	// Coalesce makes identical concurrent GET and HEAD requests (same
-	// method, host, path, query and Authorization, Cookie, Accept headers)
-	// share one upstream call. Default false.
-	Coalesce bool      `yaml:"coalesce"`
-	Fallback *Fallback `yaml:"fallback"`
+	// Coalesce makes identical concurrent GET and HEAD requests without a
+	// body share one upstream call. Requests are identical when their
+	// method, host, path and query, Accept and Accept-Encoding, and
+	// everything that says who is asking are: Authorization, Cookie,
+	// X-Api-Key, X-Auth-Token, X-Access-Token, the route's rate-limit key
+	// (so a route limited per client IP coalesces each client's requests
+	// only) and the headers in CoalesceVary. An answer with Set-Cookie,
+	// Cache-Control private or no-store, or Vary: * is never shared, nor
+	// one whose Vary names a header that differs: each request that was
+	// waiting for it goes upstream itself. Default false.
+	Coalesce bool `yaml:"coalesce"`
+	// CoalesceVary lists more request headers that must be equal for
+	// requests to coalesce, for an upstream that answers by them without
+	// saying so in Vary (a tenant header, say). Needs Coalesce. Default
+	// none.
+	CoalesceVary []string  `yaml:"coalesce_vary"`
+	Fallback     *Fallback `yaml:"fallback"`
 }
 
 // RateLimit limits requests per client key.

@@ -123,6 +123,7 @@ routes:
       concurrency: {max: 3, adaptive: {}}
   - name: r
     upstream: a
+    policies: {coalesce_vary: [X-Tenant, "X Tenant"]}
 `
 	_, err := config.Parse("bad.yaml", []byte(src))
 	got := err.Error()
@@ -134,6 +135,8 @@ routes:
 		`bad.yaml:9:27: routes[0].policies.rate_limit.limit: want a limit above 0`,
 		`bad.yaml:10:20: routes[0].policies.concurrency: give either max`,
 		`bad.yaml:11:11: routes[1].name: route name "r" is used twice`,
+		`bad.yaml:13:31: routes[1].policies.coalesce_vary: needs coalesce: true`,
+		`bad.yaml:13:42: routes[1].policies.coalesce_vary[1]: want a header name, got "X Tenant"`,
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in:\n%s", w, got)

@@ -234,6 +234,14 @@ func (v *validator) policies(path string, p *Policies) {
 			v.at(rp+".budget", "want a fraction in (0, 1], got %v", r.Budget)
 		}
 	}
+	if len(p.CoalesceVary) > 0 && !p.Coalesce {
+		v.at(path+".coalesce_vary", "needs coalesce: true")
+	}
+	for i, h := range p.CoalesceVary {
+		if !isToken(h) {
+			v.at(fmt.Sprintf("%s.coalesce_vary[%d]", path, i), "want a header name, got %q", h)
+		}
+	}
 	if f := p.Fallback; f != nil && (f.Status < 100 || f.Status > 599) {
 		v.at(path+".fallback.status", "want a status code, got %d", f.Status)
 	}
@@ -272,4 +280,18 @@ func (v *validator) breaker(path string, cb *CircuitBreaker) {
 	if cb.HalfOpenCalls < 1 {
 		v.at(path+".half_open_calls", "want at least 1, got %d", cb.HalfOpenCalls)
 	}
+}
+
+// isToken reports whether s is a token of RFC 9110 section 5.6.2, the form
+// of a header name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }

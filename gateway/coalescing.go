@@ -18,62 +18,50 @@ const maxSharedBody = 8 << 20
 
 var errTooLargeToShare = errors.New("gateway: response too large to share between coalesced requests")
 
-// sharedResponse is an upstream response read whole so that every coalesced
-// request can send it. It is read-only once shared: a fasthttp header is not
-// (even its Peek writes to a scratch buffer), so the end-to-end headers are
-// kept as plain pairs.
-type sharedResponse struct {
-	status  int
-	headers [][2][]byte
-	body    []byte
-}
-
-// coalescingKey identifies identical requests: method, host, URI and the
-// headers that commonly change an answer.
-func coalescingKey(req *fasthttp.Request) string {
-	b := make([]byte, 0, 128)
-	b = append(b, req.Header.Method()...)
-	b = append(b, ' ')
-	b = append(b, req.Header.Host()...)
-	b = append(b, req.Header.RequestURI()...)
-	for _, h := range []string{"Authorization", "Cookie", "Accept", "Accept-Encoding"} {
-		b = append(b, 0)
-		b = append(b, req.Header.Peek(h)...)
-	}
-	return string(b)
-}
-
-// coalesced serves a GET or HEAD so that identical concurrent requests share
-// one run of the route's chain. It returns the reason for the log.
-func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange) string {
-	shared, err, _ := rt.group.Do(context.Background(), coalescingKey(&ctx.Request), func(cctx context.Context) (*sharedResponse, error) {
+// coalesced serves a GET or HEAD without a body so that identical concurrent
+// requests (see coalescingKey; limitKey is the request's rate-limit key)
+// share one run of the route's chain. It returns the reason for the log.
+//
+// The first request's answer goes to the requests that joined its call
+// unless sharedResponse.sharesWith refuses it: the answer is private
+// (Set-Cookie, Cache-Control private or no-store, Vary: *) or varies by a
+// header in which they differ. Each of those then runs the chain itself,
+// once, as if it had not coalesced: a refused answer costs one upstream call
+// per request that was waiting for it, never more, and requests that arrive
+// later start a call of their own. The first request sends a private answer
+// as it would without coalescing, streamed and of any size.
+func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, limitKey string) string {
+	var (
+		led bool               // this request's function ran: it made the call
+		own *fasthttp.Response // the private answer, when led
+	)
+	key := coalescingKey(&ctx.Request.Header, limitKey, rt.cfg.Policies.CoalesceVary)
+	shared, err, _ := rt.group.Do(context.Background(), key, func(cctx context.Context) (*sharedResponse, error) {
+		led = true
 		resp, err := sluice.Do(cctx, rt.guard, x.attempt)
 		x.take(resp)
 		if resp == nil {
 			return nil, err
 		}
-		defer releaseResponse(resp)
-		sr := &sharedResponse{status: resp.StatusCode()}
-		conn := resp.Header.Peek("Connection")
-		for k, v := range resp.Header.All() {
-			if !isHop(k, conn) {
-				sr.headers = append(sr.headers, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
-			}
+		sr, rerr := share(resp, &ctx.Request.Header)
+		if sr != nil && sr.private {
+			own = resp
+			return sr, err
 		}
-		if stream := resp.BodyStream(); stream == nil {
-			sr.body = bytes.Clone(resp.Body()) // a small body, read whole
-		} else {
-			body, rerr := io.ReadAll(io.LimitReader(stream, maxSharedBody+1))
-			if rerr != nil {
-				return nil, &UpstreamError{Target: "coalesced", Err: rerr}
-			}
-			if len(body) > maxSharedBody {
-				return nil, errTooLargeToShare
-			}
-			sr.body = body
+		releaseResponse(resp)
+		if rerr != nil {
+			return nil, rerr
 		}
 		return sr, err
 	})
+	switch {
+	case own != nil:
+		return respond(ctx, rt, own, err)
+	case !led && shared != nil && !shared.sharesWith(&ctx.Request.Header):
+		resp, err := sluice.Do(context.Background(), rt.guard, x.call)
+		x.take(resp)
+		return respond(ctx, rt, resp, err)
+	}
 	var serr *StatusError
 	if shared == nil || (err != nil && (!errors.As(err, &serr) || rt.fallback != nil)) {
 		return respond(ctx, rt, nil, orUnavailable(err))
@@ -87,6 +75,37 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange) st
 		return "upstream_status"
 	}
 	return ""
+}
+
+// share reads resp, the answer to req, into a sharedResponse. A private
+// answer comes back with only private set, its body unread, for the first
+// request to send itself.
+func share(resp *fasthttp.Response, req *fasthttp.RequestHeader) (*sharedResponse, error) {
+	sr := &sharedResponse{status: resp.StatusCode()}
+	conn := resp.Header.Peek("Connection")
+	for k, v := range resp.Header.All() {
+		if !isHop(k, conn) {
+			sr.note(k, v)
+			sr.headers = append(sr.headers, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+		}
+	}
+	if sr.private {
+		return &sharedResponse{private: true}, nil
+	}
+	sr.keepVaried(req)
+	if stream := resp.BodyStream(); stream == nil {
+		sr.body = bytes.Clone(resp.Body()) // a small body, read whole
+	} else {
+		body, err := io.ReadAll(io.LimitReader(stream, maxSharedBody+1))
+		if err != nil {
+			return nil, &UpstreamError{Target: "coalesced", Err: err}
+		}
+		if len(body) > maxSharedBody {
+			return nil, errTooLargeToShare
+		}
+		sr.body = body
+	}
+	return sr, nil
 }
 
 func orUnavailable(err error) error {

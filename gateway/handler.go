@@ -69,9 +69,11 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	peer, xff := peerAddr(ctx), forwardedList(&ctx.Request.Header)
 	x := g.newExchange(rt, &ctx.Request)
-	var rl []byte // the RateLimit header value, when the limit set one
+	var rl []byte       // the RateLimit header value, when the limit set one
+	var limitKey string // the request's rate-limit key, when the route has a limit
 	if rt.limit != nil {
-		v, ok := g.limitRate(ctx, rt, rt.limit.key(req, rt, clientIP(peer, xff, st.trusted)), x.rl[:0])
+		limitKey = rt.limit.key(req, rt, clientIP(peer, xff, st.trusted))
+		v, ok := g.limitRate(ctx, rt, limitKey, x.rl[:0])
 		if !ok {
 			g.finish(ctx, rt, start, string(sluice.RateLimited))
 			return
@@ -94,7 +96,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		rt.limit.setHeaders(&ctx.Response.Header, rl)
 	}
 	if rt.group != nil && x.body == nil && x.stream == nil && (ctx.IsGet() || ctx.IsHead()) {
-		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x)) // x is not reused: the group holds its attempt
+		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x, limitKey)) // x is not reused: the group holds its attempt
 		return
 	}
 	if direct {

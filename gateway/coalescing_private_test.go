@@ -1,0 +1,205 @@
+package gateway_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicehq/sluice/gateway"
+)
+
+// startCoalescing starts a gateway on engine with one route "co" that
+// coalesces, its policies completed by extra (YAML flow-mapping entries,
+// each starting with ", "), in front of up.
+func startCoalescing(t *testing.T, engine string, up *upstream, extra string) *testGateway {
+	t.Helper()
+	return startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: co
+    upstream: up
+    policies: {coalesce: true%s}
+`, engine, up.URL, extra))
+}
+
+// callUpstream starts an upstream that numbers its calls from 1, holds each
+// at g, then sets the headers answer returns for the call and answers
+// "call N" followed by the request's value of each header in echo.
+func callUpstream(t *testing.T, g *gate, answer func(call int64) http.Header, echo ...string) *upstream {
+	t.Helper()
+	var calls atomic.Int64
+	return startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		call := calls.Add(1)
+		g.wait(r)
+		if answer != nil {
+			for k, vs := range answer(call) {
+				w.Header()[k] = vs
+			}
+		}
+		fmt.Fprintf(w, "call %d", call)
+		for _, h := range echo {
+			fmt.Fprintf(w, " %s=%q", h, r.Header.Get(h))
+		}
+	})
+}
+
+// sendOverlapping sends one GET /same per header set, each once the one
+// before it has reached the upstream or joined a coalesced call under way
+// (so that every request overlaps the first, held at g), then opens g and
+// returns the answers in the order sent.
+func sendOverlapping(t *testing.T, gw *testGateway, up *upstream, g *gate, headers ...http.Header) []result {
+	t.Helper()
+	c := newClient(t)
+	results := make([]result, len(headers))
+	var wg sync.WaitGroup
+	for i, h := range headers {
+		wg.Go(func() {
+			r, err := tryDo(c, "GET", gw.URL+"/same", h, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = r
+		})
+		eventually(t, fmt.Sprintf("request %d to reach the upstream or join a call", i+1), func() bool {
+			return up.calls.Load()+int64(gateway.CoalesceShared(gw.Gateway, "co")) == int64(i+1)
+		})
+	}
+	g.open()
+	wg.Wait()
+	return results
+}
+
+// TestCoalescingKeepsCallersApart sends two requests for the same URL at
+// once that differ only in who is asking: each must get the upstream's
+// answer to its own request, so the upstream is called twice.
+func TestCoalescingKeepsCallersApart(t *testing.T) {
+	for _, tt := range []struct {
+		name, header, extra string
+	}{
+		{"api-key", "X-Api-Key", ""},
+		{"cookie", "Cookie", ""},
+		{"authorization", "Authorization", ""},
+		{"rate-limit-key", "X-Client", `, rate_limit: {limit: 1000, key: "header:X-Client"}`},
+		{"coalesce-vary", "X-Tenant", ", coalesce_vary: [X-Tenant]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			forEngines(t, func(t *testing.T, engine string) {
+				g := newGate(2)
+				up := callUpstream(t, g, nil, tt.header)
+				gw := startCoalescing(t, engine, up, tt.extra)
+				rs := sendOverlapping(t, gw, up, g,
+					http.Header{tt.header: {"id=alice"}}, http.Header{tt.header: {"id=bob"}})
+				for i, who := range []string{"alice", "bob"} {
+					if want := fmt.Sprintf(" %s=%q", tt.header, "id="+who); rs[i].Code != 200 || !strings.HasSuffix(rs[i].Body, want) {
+						t.Errorf("%s's answer: %d %q, want one ending in %q", who, rs[i].Code, rs[i].Body, want)
+					}
+				}
+				if n := up.calls.Load(); n != 2 {
+					t.Errorf("upstream called %d times, want 2 (one per caller)", n)
+				}
+			})
+		})
+	}
+}
+
+// TestCoalescingDoesNotSharePrivateAnswers sends two identical requests at
+// once to an upstream whose answer is meant for one client: the second
+// request, which joined the first's call, must not get that answer but go
+// upstream itself. A Cache-Control that only mentions "private" inside a
+// quoted argument is shared as usual.
+func TestCoalescingDoesNotSharePrivateAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		header http.Header
+		shared bool
+	}{
+		{"set-cookie", http.Header{"Set-Cookie": {"session=SECRET"}}, false},
+		{"cache-control-private", http.Header{"Cache-Control": {"max-age=60, private"}}, false},
+		{"cache-control-no-store", http.Header{"Cache-Control": {`no-cache="X-A, X-B", No-Store`}}, false},
+		{"cache-control-second-line", http.Header{"Cache-Control": {"public", "PRIVATE"}}, false},
+		{"vary-star", http.Header{"Vary": {"*"}}, false},
+		{"quoted-private", http.Header{"Cache-Control": {`public, x-note="private, no-store"`}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			forEngines(t, func(t *testing.T, engine string) {
+				g := newGate(2)
+				up := callUpstream(t, g, func(call int64) http.Header {
+					h := tt.header.Clone()
+					if h.Get("Set-Cookie") != "" {
+						h.Set("Set-Cookie", fmt.Sprintf("session=%d", call))
+					}
+					return h
+				})
+				gw := startCoalescing(t, engine, up, "")
+				rs := sendOverlapping(t, gw, up, g, nil, nil)
+				want := []string{"call 1", "call 2"}
+				calls := int64(2)
+				if tt.shared {
+					want, calls = []string{"call 1", "call 1"}, 1
+				}
+				for i, r := range rs {
+					if r.Code != 200 || r.Body != want[i] {
+						t.Errorf("request %d: %d %q, want %q", i+1, r.Code, r.Body, want[i])
+					}
+					if c := r.Header.Get("Set-Cookie"); c != "" && c != "session="+want[i][len("call "):] {
+						t.Errorf("request %d got Set-Cookie %q with %q", i+1, c, r.Body)
+					}
+				}
+				if n := up.calls.Load(); n != calls {
+					t.Errorf("upstream called %d times, want %d", n, calls)
+				}
+			})
+		})
+	}
+}
+
+// TestCoalescingHonoursVary sends three requests at once whose X-Tenant is
+// a, b, a to an upstream that answers with Vary: X-Tenant: the first
+// answer goes to both requests of tenant a, and tenant b's request goes
+// upstream itself.
+func TestCoalescingHonoursVary(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		g := newGate(3)
+		up := callUpstream(t, g, func(int64) http.Header {
+			return http.Header{"Vary": {"Accept-Language, x-tenant"}}
+		}, "X-Tenant")
+		gw := startCoalescing(t, engine, up, "")
+		rs := sendOverlapping(t, gw, up, g,
+			http.Header{"X-Tenant": {"a"}}, http.Header{"X-Tenant": {"b"}}, http.Header{"X-Tenant": {"a"}})
+		for i, want := range []string{`call 1 X-Tenant="a"`, `call 2 X-Tenant="b"`, `call 1 X-Tenant="a"`} {
+			if rs[i].Code != 200 || rs[i].Body != want {
+				t.Errorf("request %d: %d %q, want %q", i+1, rs[i].Code, rs[i].Body, want)
+			}
+		}
+		if n := up.calls.Load(); n != 2 {
+			t.Errorf("upstream called %d times, want 2", n)
+		}
+	})
+}
+
+// TestCoalescingSharesAnonymousAnswers checks that identical requests
+// without credentials still share one upstream call on both engines.
+func TestCoalescingSharesAnonymousAnswers(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		const n = 8
+		g := newGate(n)
+		up := callUpstream(t, g, func(int64) http.Header {
+			return http.Header{"Cache-Control": {"public, max-age=5"}, "Vary": {"Accept-Encoding"}}
+		})
+		gw := startCoalescing(t, engine, up, "")
+		rs := sendOverlapping(t, gw, up, g, make([]http.Header, n)...)
+		for i, r := range rs {
+			if r.Code != 200 || r.Body != "call 1" {
+				t.Errorf("request %d: %d %q, want the shared %q", i+1, r.Code, r.Body, "call 1")
+			}
+		}
+		if calls := up.calls.Load(); calls != 1 {
+			t.Errorf("%d identical requests made %d upstream calls, want 1", n, calls)
+		}
+	})
+}
