@@ -44,7 +44,12 @@ type route struct {
 func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	st := g.state.Load()
 	start := time.Now()
-	if code := refusedHead(ctx.Method(), ctx.Request.Header.RawHeaders()); code != 0 {
+	h := &ctx.Request.Header
+	code := refusedHead(h.Method(), h.RequestURI(), h.Protocol(), h.RawHeaders())
+	if code == 0 && bytes.IndexByte(ctx.Request.URI().Path(), 0) >= 0 {
+		code = fasthttp.StatusBadRequest // a NUL percent-encoded in the path, as nginx
+	}
+	if code != 0 {
 		// The connection closes: what follows the head cannot be trusted
 		// to be framed as fasthttp read it.
 		ctx.SetConnectionClose()

@@ -30,17 +30,26 @@ func refusedMethod(method []byte) int {
 }
 
 // refusedHead returns the status a request is refused with, or 0, from its
-// method and its header block as it came on the wire (fasthttp's
-// RawHeaders: the lines after the request line, up to and with the empty
-// line). Beside refusedMethod's rules:
+// method, target, protocol and header block as they came on the wire
+// (fasthttp's RawHeaders: the lines after the request line, up to and with
+// the empty line). Beside refusedMethod's rules:
+//   - the version is HTTP/1.1 or HTTP/1.0 (505 otherwise);
+//   - the target is not "*": the gateway serves no server-wide OPTIONS, and
+//     the upstream would read it as a path (400, as nginx);
 //   - every header line is a token, a colon and a value without control
 //     characters but tabs, ending in CRLF: no space before the colon, no
 //     obs-fold (a line starting with a space or tab), no bare CR or LF (400);
 //   - Transfer-Encoding is "chunked" alone (anything else is 501, as nginx
 //     answers), and never beside Content-Length (400).
-func refusedHead(method, raw []byte) int {
+func refusedHead(method, target, proto, raw []byte) int {
 	if code := refusedMethod(method); code != 0 {
 		return code
+	}
+	if string(proto) != "HTTP/1.1" && string(proto) != "HTTP/1.0" {
+		return fasthttp.StatusHTTPVersionNotSupported
+	}
+	if string(target) == "*" {
+		return fasthttp.StatusBadRequest
 	}
 	var cl, te, otherTE bool
 	ok := headers(raw, func(name, value []byte) bool {
@@ -71,6 +80,8 @@ func refusalReason(code int) string {
 		return "method_not_allowed"
 	case fasthttp.StatusNotImplemented:
 		return "not_implemented"
+	case fasthttp.StatusHTTPVersionNotSupported:
+		return "version_not_supported"
 	}
 	return "bad_request"
 }
