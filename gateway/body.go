@@ -12,11 +12,25 @@ import (
 // errClientBody marks an error in reading a streamed request body from the
 // client: the client's fault, answered 400 (or 413 for errBodyTooLarge),
 // and never counted against the upstream's health.
-var errClientBody = errors.New("gateway: reading the request body")
+var errClientBody = &answerError{msg: "gateway: reading the request body", code: 400, reason: "body_unreadable"}
 
 // errBodyTooLarge is the error of a streamed request body that is longer
-// than server.max_body_bytes.
-var errBodyTooLarge = fmt.Errorf("%w: longer than server.max_body_bytes", errClientBody)
+// than server.max_body_bytes. It matches errClientBody too.
+var errBodyTooLarge = &answerError{msg: "gateway: request body longer than server.max_body_bytes",
+	code: 413, reason: "body_too_large", err: errClientBody}
+
+// answerError is an error of the gateway's own that says how it is answered
+// (answer.Statuser).
+type answerError struct {
+	msg    string
+	code   int
+	reason string
+	err    error // what it wraps; may be nil
+}
+
+func (e *answerError) Error() string               { return e.msg }
+func (e *answerError) Unwrap() error               { return e.err }
+func (e *answerError) AnswerStatus() (int, string) { return e.code, e.reason }
 
 // clientBody is a streamed request body on its way upstream. It reads at
 // most left bytes (no limit when left is negative) and marks its errors with

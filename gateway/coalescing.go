@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/answer"
 )
 
 // maxSharedBody is the largest response body that coalesced requests share.
@@ -16,7 +17,8 @@ import (
 // that many clients ask for at once.
 const maxSharedBody = 8 << 20
 
-var errTooLargeToShare = errors.New("gateway: response too large to share between coalesced requests")
+var errTooLargeToShare = &answerError{msg: "gateway: response too large to share between coalesced requests",
+	code: 502, reason: answer.UpstreamError}
 
 // coalesced serves a GET or HEAD without a body so that identical concurrent
 // requests (see coalescingKey; limitKey is the request's rate-limit key)

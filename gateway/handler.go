@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -159,7 +160,8 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 	if resp != nil && resp != &ctx.Response {
 		releaseResponse(resp)
 	}
-	code, reason, retryAfter := errorStatus(err)
+	code, reason := answer.Classify(err)
+	retryAfter, _ := answer.RetryAfter(err)
 	if rt.fallback != nil {
 		writeFallback(ctx, rt.fallback)
 		return "fallback:" + reason
@@ -230,51 +232,18 @@ func forwardedFor(dst []byte, peer netip.Addr, xff []byte, trusted trustedProxie
 	return peer.AppendTo(dst)
 }
 
-// errorStatus maps an error of the chain to a status, a reason and a
-// retry-after hint: a rate limit is 429, an open breaker or overload 503, a
-// timeout 504, and an unreachable or broken upstream 502.
-func errorStatus(err error) (code int, reason string, retryAfter time.Duration) {
-	retryAfter, _ = sluice.RetryAfter(err)
-	var rej *sluice.Rejection
-	var serr *StatusError
-	switch {
-	case errors.As(err, &rej):
-		if rej.Reason == sluice.RateLimited {
-			return fasthttp.StatusTooManyRequests, string(rej.Reason), retryAfter
-		}
-		if retryAfter <= 0 {
-			retryAfter = time.Second // a shed request is told when to come back
-		}
-		return fasthttp.StatusServiceUnavailable, string(rej.Reason), retryAfter
-	case errors.Is(err, errBodyTooLarge):
-		return fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0
-	case errors.Is(err, errClientBody):
-		return fasthttp.StatusBadRequest, "body_unreadable", 0
-	case errors.Is(err, sluice.ErrTimeout):
-		return fasthttp.StatusGatewayTimeout, "timeout", retryAfter
-	case errors.As(err, &serr):
-		return serr.Code, "upstream_status", retryAfter
-	}
-	return fasthttp.StatusBadGateway, "upstream_unavailable", retryAfter
-}
-
 // writeError answers with a small JSON body naming the reason, and a
 // Retry-After header (whole seconds, rounded up) when the hint is known.
 func writeError(ctx *fasthttp.RequestCtx, code int, reason string, retryAfter time.Duration) {
 	resetResponse(ctx)
 	ctx.SetStatusCode(code)
 	ctx.SetContentType("application/json")
-	b := append(make([]byte, 0, 64), `{"error":"`...)
-	b = append(b, reason...)
-	b = append(b, '"')
+	var secs int64
 	if retryAfter > 0 {
-		secs := int64((retryAfter + time.Second - 1) / time.Second)
+		secs = answer.RetryAfterSeconds(retryAfter)
 		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(secs, 10))
-		b = append(b, `,"retry_after":`...)
-		b = strconv.AppendInt(b, secs, 10)
 	}
-	b = append(b, "}\n"...)
-	ctx.SetBody(b)
+	ctx.SetBody(answer.AppendJSON(make([]byte, 0, 64), reason, secs))
 }
 
 func writeFallback(ctx *fasthttp.RequestCtx, f *config.Fallback) {

@@ -219,7 +219,7 @@ func retryOn(on []string) func(sluice.Result) bool {
 		case errors.Is(r.Err, sluice.ErrTimeout):
 			return timeouts
 		case errors.As(r.Err, &se):
-			return codes[se.Code]
+			return codes[se.StatusCode]
 		}
 		return false
 	}

@@ -532,8 +532,8 @@ routes:
   - {name: down, upstream: up}
 `, closedAddr(t)))
 		r := get(t, newClient(t), gw.URL+"/")
-		if r.Code != 502 || r.errorBody(t).Error != "upstream_unavailable" {
-			t.Fatalf("%d %q, want 502 upstream_unavailable", r.Code, r.Body)
+		if r.Code != 502 || r.errorBody(t).Error != "upstream_unreachable" {
+			t.Fatalf("%d %q, want 502 upstream_unreachable", r.Code, r.Body)
 		}
 		if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Content-Type %q", ct)

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/answer"
 )
 
 // maxReplayBody is the largest request body kept in memory so that a retry
@@ -22,7 +22,8 @@ const maxReplayBody = 1 << 20
 
 // errNotReplayable is the error of a retry that cannot run because the
 // request's body was streamed to an earlier attempt.
-var errNotReplayable = errors.New("gateway: request body already sent; not retried")
+var errNotReplayable = &answerError{msg: "gateway: request body already sent; not retried",
+	code: 502, reason: answer.UpstreamError}
 
 // UpstreamError is the error of an attempt that got no response from a
 // target: it could not connect, the connection broke, or the attempt timed
@@ -36,18 +37,26 @@ type UpstreamError struct {
 func (e *UpstreamError) Error() string { return "upstream " + e.Target + ": " + e.Err.Error() }
 func (e *UpstreamError) Unwrap() error { return e.Err }
 
+// AnswerStatus implements answer.Statuser: what the error it wraps says
+// when that is a Statuser (the client's body was refused), else 502,
+// "upstream_unreachable" when the target could not be reached and
+// "upstream_error" otherwise. (A timeout wraps sluice.ErrTimeout, which
+// answer.Classify answers 504 first.)
+func (e *UpstreamError) AnswerStatus() (int, string) {
+	var st answer.Statuser
+	if errors.As(e.Err, &st) {
+		return st.AnswerStatus()
+	}
+	if e.Connect {
+		return 502, answer.UpstreamUnreachable
+	}
+	return 502, answer.UpstreamError
+}
+
 // StatusError is the result of an attempt whose response status counts as a
 // failure (5xx). The response is kept so that it can still be sent to the
 // client when no retry or fallback replaces it.
-type StatusError struct {
-	Code       int
-	RetryAfter time.Duration
-}
-
-func (e *StatusError) Error() string { return "upstream status " + strconv.Itoa(e.Code) }
-
-// RetryAfterHint implements sluice.RetryAfterHint.
-func (e *StatusError) RetryAfterHint() time.Duration { return e.RetryAfter }
+type StatusError = answer.StatusError
 
 // hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1, which a
 // proxy must not forward.
@@ -148,7 +157,9 @@ func attemptResult(resp *fasthttp.Response, err error) (sluice.Outcome, error) {
 		return sluice.Outcome{Class: classify(context.Background(), err), Err: err}, err
 	}
 	if code := resp.StatusCode(); code >= 500 {
-		serr := &StatusError{Code: code, RetryAfter: retryAfterHeader(resp.Header.Peek("Retry-After"))}
+		// An HTTP-date is on the wall clock, whatever clock the gateway reads.
+		ra, _ := answer.ParseRetryAfter(string(resp.Header.Peek("Retry-After")), time.Now())
+		serr := &StatusError{StatusCode: code, RetryAfter: ra}
 		return sluice.Outcome{Class: sluice.Failure, Err: serr}, serr
 	}
 	return sluice.Outcome{Class: sluice.Success}, nil
@@ -276,22 +287,6 @@ func upstreamError(t *target, err error) *UpstreamError {
 		ue.Connect = true
 	}
 	return ue
-}
-
-// retryAfterHeader parses a Retry-After value in seconds or as an HTTP-date.
-func retryAfterHeader(v []byte) time.Duration {
-	if len(v) == 0 {
-		return 0
-	}
-	if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := time.Parse(time.RFC1123, string(v)); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
 }
 
 // releaseResponse closes a streamed body and frees the response.

@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -53,13 +53,7 @@ func (l *rateLimit) allow(key string, rt *route, dst []byte) (bool, time.Duratio
 		}
 		return true, 0, dst
 	}
-	v := append(dst, '"')
-	v = append(v, rt.name...)
-	v = append(v, `";r=`...)
-	v = strconv.AppendInt(v, int64(max(d.Remaining, 0)), 10)
-	v = append(v, ";t="...)
-	v = strconv.AppendInt(v, int64(ceilSeconds(d.ResetAfter)), 10)
-	return d.Allowed, d.RetryAfter, v
+	return d.Allowed, d.RetryAfter, answer.AppendRateLimit(dst, rt.name, d.Remaining, d.ResetAfter)
 }
 
 // setHeaders sets RateLimit to value and RateLimit-Policy to the limit's
@@ -116,19 +110,8 @@ func (k rateLimitHeaders) restore(h *fasthttp.ResponseHeader) {
 	}
 }
 
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
 // policyHeader is the RateLimit-Policy value of a limit, for example
 // `"infer";q=100;w=60`.
 func policyHeader(name string, l ratelimit.Limit) []byte {
-	q := l.Limit
-	if l.Burst > q {
-		q = l.Burst
-	}
-	return []byte(`"` + name + `";q=` + strconv.Itoa(q) + ";w=" + strconv.FormatInt(max(ceilSeconds(l.Period), 1), 10))
+	return answer.AppendPolicy(nil, name, max(l.Limit, l.Burst), l.Period)
 }

@@ -113,7 +113,7 @@ func TestStatusErrorIsRetryAfterHint(t *testing.T) {
 	if d, ok := sluice.RetryAfter(err); !ok || d != 3*time.Second {
 		t.Errorf("sluice.RetryAfter = %v, %v; want 3s, true", d, ok)
 	}
-	want := "httpguard: status 503 Service Unavailable (retry after 3s)"
+	want := "status 503 Service Unavailable (retry after 3s)"
 	if got := errors.Unwrap(err).Error(); got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
@@ -143,10 +143,13 @@ func TestWriteError(t *testing.T) {
 			body:       `{"error":"circuit_open","retry_after":1}`,
 		},
 		{
-			name:   "overloaded, no hint",
-			err:    &sluice.Rejection{Reason: sluice.Overloaded},
-			status: 503,
-			body:   `{"error":"overloaded"}`,
+			// A shed request is always told when to come back, as the
+			// gateway tells it.
+			name:       "overloaded, no hint",
+			err:        &sluice.Rejection{Reason: sluice.Overloaded},
+			status:     503,
+			retryAfter: "1",
+			body:       `{"error":"overloaded","retry_after":1}`,
 		},
 		{
 			name:   "timeout",

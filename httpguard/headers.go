@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/answer"
 )
 
 // HeaderSetter sets response headers that describe a policy's decision, such
@@ -64,36 +64,8 @@ func (r RateLimitHeaders) SetHeaders(h http.Header) {
 // The headers are added, not set: calling it once per policy gives a list
 // naming every policy that applies, as the draft allows.
 func SetRateLimitHeaders(h http.Header, policy string, limit, remaining int, window, reset time.Duration) {
-	if policy == "" {
-		policy = "default"
-	}
-	name := sfString(policy)
-	p := name + ";q=" + strconv.Itoa(max(limit, 0))
-	if window > 0 {
-		p += ";w=" + strconv.FormatInt(ceilSeconds(window), 10)
-	}
-	h.Add("RateLimit-Policy", p)
-	h.Add("RateLimit", name+";r="+strconv.Itoa(max(remaining, 0))+";t="+strconv.FormatInt(ceilSeconds(reset), 10))
-}
-
-// sfString quotes s as a structured-field string (RFC 9651, section 3.3.3):
-// printable ASCII only, with '"' and '\' escaped.
-func sfString(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c >= 0x20 && c <= 0x7e:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	h.Add("RateLimit-Policy", string(answer.AppendPolicy(nil, policy, limit, window)))
+	h.Add("RateLimit", string(answer.AppendRateLimit(nil, policy, remaining, reset)))
 }
 
 // setHeadersFrom sets the headers of the first HeaderSetter, or else the

@@ -123,7 +123,7 @@ func TestMiddlewareRejections(t *testing.T) {
 	}{
 		{"rate limited", &sluice.Rejection{Reason: sluice.RateLimited, RetryAfter: 2 * time.Second}, 429, "2", `{"error":"rate_limited","retry_after":2}`},
 		{"circuit open", &sluice.Rejection{Reason: sluice.CircuitOpen, RetryAfter: 4200 * time.Millisecond}, 503, "5", `{"error":"circuit_open","retry_after":5}`},
-		{"overloaded", &sluice.Rejection{Reason: sluice.Overloaded}, 503, "", `{"error":"overloaded"}`},
+		{"overloaded", &sluice.Rejection{Reason: sluice.Overloaded}, 503, "1", `{"error":"overloaded","retry_after":1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
