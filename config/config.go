@@ -14,8 +14,9 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // Config is a whole gateway configuration.
@@ -325,7 +326,8 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes, defaults and validates data; file names it in errors. Every
-// problem is reported at once, as Errors.
+// problem is reported at once, as Errors; a YAML syntax error is one Error
+// with the line and column where the parser stopped.
 func Parse(file string, data []byte) (*Config, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -333,20 +335,48 @@ func Parse(file string, data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, Errors{{File: file, Msg: "the file is empty"}}
 		}
-		return nil, Errors{{File: file, Msg: err.Error()}}
+		return nil, Errors{syntaxError(file, data, err)}
 	}
-	d := &decoder{file: file, pos: map[string][2]int{}}
+	d := &decoder{file: file, pos: map[string][2]int{}, given: map[string]bool{}}
 	c := &Config{}
 	doc := &root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
 	}
 	d.decode(doc, reflect.ValueOf(c).Elem(), "")
-	c.applyDefaults()
+	defaults{given: d.given}.config(c)
 	v := &validator{decoder: d, decoded: len(d.errs)}
 	v.config(c)
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
 	return c, nil
+}
+
+// syntaxError turns the YAML parser's error into an Error at the position
+// where the parser stopped, naming the construct it was in and where that
+// began ("while parsing a flow sequence started at 1:6"). When the parser
+// stopped at the end of the file, the position is where the unfinished
+// construct began.
+func syntaxError(file string, data []byte, err error) *Error {
+	var le *yaml.LoadError
+	if !errors.As(err, &le) {
+		return &Error{File: file, Msg: err.Error()}
+	}
+	e := &Error{File: file, Line: le.Mark.Line, Col: le.Mark.Column, Msg: "invalid YAML: " + le.Message}
+	cm := le.ContextMark
+	switch {
+	case le.ContextMsg == "":
+	case cm.Line > 0 && le.Mark.Index >= len(data):
+		e.Line, e.Col = cm.Line, cm.Column
+		if !strings.Contains(le.Message, "end of stream") {
+			e.Msg += " before the end of the file"
+		}
+		e.Msg += " (" + le.ContextMsg + " that starts here)"
+	case cm.Line > 0 && cm != le.Mark:
+		e.Msg += fmt.Sprintf(" (%s started at %d:%d)", le.ContextMsg, cm.Line, cm.Column)
+	default:
+		e.Msg += " (" + le.ContextMsg + ")"
+	}
+	return e
 }
