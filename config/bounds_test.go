@@ -60,8 +60,8 @@ routes: [{name: r, upstream: a}]
 		{"open for 0s", route + "    policies: {circuit_breaker: {open_for: 0s}}\n", `open_for`, `routes[0].policies.circuit_breaker.open_for: want a duration between 1ms and 24h, got 0s`},
 		{"slow call threshold", route + "    policies: {circuit_breaker: {slow_call: {threshold: 1ns}}}\n", `threshold`, `routes[0].policies.circuit_breaker.slow_call.threshold: want a duration between 1ms and 24h`},
 		{"time window 1ns", route + "    policies: {circuit_breaker: {window: {kind: time, size: 1ns}}}\n", `size`, `routes[0].policies.circuit_breaker.window.size: a time window's size is a duration between 1s and 24h, got "1ns"`},
-		{"backoff initial 0s", route + "    policies: {retry: {backoff: {initial: 0s}}}\n", `initial`, `routes[0].policies.retry.backoff.initial: want a duration between 1ms and 24h, got 0s`},
-		{"backoff max", route + "    policies: {retry: {backoff: {max: 48h}}}\n", `max`, `routes[0].policies.retry.backoff.max: want a duration between 1ms and 24h, got 48h`},
+		{"backoff initial 0s", route + "    policies: {retry: {backoff: {initial: 0s}}}\n", `initial`, `routes[0].policies.retry.backoff.initial: want a duration between 1ns and 24h, got 0s`},
+		{"backoff max", route + "    policies: {retry: {backoff: {max: 48h}}}\n", `max`, `routes[0].policies.retry.backoff.max: want a duration between 1ns and 24h, got 48h`},
 
 		// Explicit zeros are judged, not replaced by the default.
 		{"period 0s", route + "    policies: {rate_limit: {limit: 5, period: 0s}}\n", `period`, `routes[0].policies.rate_limit.period: want a period of at least 1ms, got 0s`},
@@ -155,6 +155,7 @@ routes: [{name: r, upstream: a}]
 		route + "    policies: {circuit_breaker: {window: {size: 100000}, failure_rate: 0, consecutive_failures: 3}}\n",
 		route + "    policies: {circuit_breaker: {window: {size: 5}}, retry: {attempts: 100}, timeout: 0s}\n",
 		route + "    policies: {fallback: {status: 200}}\n",
+		route + "    policies: {retry: {backoff: {initial: 1ns, max: 1ns}}}\n",
 	} {
 		if _, err := config.Parse("c.yaml", []byte(src)); err != nil {
 			t.Errorf("refused:\n%s\n%v", src, err)

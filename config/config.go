@@ -314,7 +314,8 @@ type Retry struct {
 	Budget float64 `yaml:"budget"`
 }
 
-// Backoff is the wait between attempts.
+// Backoff is the wait between attempts. Its durations are between
+// MinBackoff (1ns) and MaxDuration.
 type Backoff struct {
 	// Initial wait. Default 50ms.
 	Initial Duration `yaml:"initial"`

@@ -31,6 +31,9 @@ const (
 	// its field's documentation says otherwise.
 	MinDuration = time.Millisecond
 	MaxDuration = 24 * time.Hour
+	// MinBackoff bounds a retry's backoff from below: any wait, however
+	// short, is allowed, since attempts and the budget bound the retries.
+	MinBackoff = time.Nanosecond
 	// MinHealthInterval bounds upstreams.*.health.interval from below.
 	MinHealthInterval = 100 * time.Millisecond
 	// MaxRedisTimeout bounds store.redis.timeout.
@@ -320,8 +323,8 @@ func (v *validator) policies(path string, p *Policies) {
 		if r.Attempts < 1 || r.Attempts > MaxAttempts {
 			v.at(rp+".attempts", "want between 1 and %d attempts, got %d", MaxAttempts, r.Attempts)
 		}
-		v.duration(rp+".backoff.initial", r.Backoff.Initial, MinDuration, MaxDuration)
-		v.duration(rp+".backoff.max", r.Backoff.Max, MinDuration, MaxDuration)
+		v.duration(rp+".backoff.initial", r.Backoff.Initial, MinBackoff, MaxDuration)
+		v.duration(rp+".backoff.max", r.Backoff.Max, MinBackoff, MaxDuration)
 		if len(r.On) == 0 {
 			v.at(rp+".on", "want at least one of connect_error, timeout or a status code")
 		}

@@ -36,21 +36,33 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	path := fs.String("config", "sluice.yaml", "configuration file (or give it as the argument)")
 	watch := fs.Bool("watch", true, "reload when the configuration file changes")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	// Flags may come before or after the file.
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
 		}
-		return 2
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "config" })
-	switch {
-	case fs.NArg() == 1 && !given:
-		*path = fs.Arg(0)
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "sluice serve: one configuration file, as --config FILE or as the argument; got %q\n", append([]string{*path}, fs.Args()...))
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "config" {
+			files = append([]string{*path}, files...)
+		}
+	})
+	if len(files) > 1 {
+		fmt.Fprintf(stderr, "sluice serve: one configuration file, as --config FILE or as the argument; got %q\n", files)
 		fs.Usage()
 		return 2
+	}
+	if len(files) == 1 {
+		*path = files[0]
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
