@@ -24,8 +24,8 @@ var (
 )
 
 // Bounds of values that would otherwise be accepted and then misbehave: a
-// duration under a millisecond spins a timer loop, one over a day is a
-// mistake, a huge count window allocates its slots up front.
+// health interval of a few nanoseconds keeps a core busy, a timeout over a
+// day is a mistake, a huge count window allocates its slots up front.
 const (
 	// MinDuration and MaxDuration bound every duration in the file, unless
 	// its field's documentation says otherwise.
