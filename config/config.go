@@ -3,8 +3,13 @@
 // validation that reports every problem at once with file:line:col and the
 // field.
 //
-// Every field has a default, documented on the field; Load applies them. The
-// file examples/sluice.yaml is a commented example that validates.
+// Every field has a default, documented on the field; Load applies it when
+// the field is absent from the file or null. A value the file gives, zero
+// included, is never replaced: it is validated like any other, so
+// "period: 0s" is an error rather than the default 1s. Durations lie
+// between MinDuration and MaxDuration unless their field says otherwise;
+// header names are RFC 9110 tokens. The file examples/sluice.yaml is a
+// commented example that validates.
 package config
 
 import (
@@ -14,8 +19,9 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // Config is a whole gateway configuration.
@@ -45,11 +51,14 @@ type Config struct {
 // Admin configures the admin API (/metrics, /status, /healthz, /readyz,
 // POST /reload).
 type Admin struct {
-	// Listen is the admin address. Default 127.0.0.1:9901. Empty after
-	// defaults only if set to "off", which disables the admin API.
+	// Listen is the admin address. Default 127.0.0.1:9901. "off" disables
+	// the admin API.
 	Listen string `yaml:"listen"`
 	// Token, when set, is the bearer token that mutating endpoints
-	// (POST /reload) require. Default: none.
+	// (POST /reload) require. Default: none. Required when Listen is not
+	// on loopback (an IP other than 127.0.0.0/8 or ::1, an empty host, or a
+	// name other than localhost). Letters, digits and -._~+/, then optional
+	// '=' (RFC 6750 token syntax).
 	Token string `yaml:"token"`
 }
 
@@ -76,7 +85,7 @@ type Redis struct {
 	// (allow), "closed" (reject) or "local" (default: apply the same limit
 	// per replica, in memory).
 	OnError string `yaml:"on_error"`
-	// Timeout bounds one decision's round trip. Default 50ms.
+	// Timeout bounds one decision's round trip. Default 50ms, at most 1m.
 	Timeout Duration `yaml:"timeout"`
 	// Prefix starts every key. Default "sluice".
 	Prefix string `yaml:"prefix"`
@@ -147,7 +156,7 @@ type Upstream struct {
 type Health struct {
 	// Path is requested with GET; a 2xx or 3xx answer is healthy. Required.
 	Path string `yaml:"path"`
-	// Interval between checks. Default 5s.
+	// Interval between checks. Default 5s, at least 100ms.
 	Interval Duration `yaml:"interval"`
 	// Timeout of one check. Default 1s.
 	Timeout Duration `yaml:"timeout"`
@@ -170,13 +179,17 @@ type Route struct {
 // Match selects requests. Every given condition must hold; an empty Match
 // matches everything.
 type Match struct {
-	// Host matches the request's host (without port), exactly. Default: any.
+	// Host matches the request's host (without port), exactly but for
+	// case: a DNS name, an IPv4 address or a bracketed IPv6 address, with no
+	// port. Default: any.
 	Host string `yaml:"host"`
 	// PathPrefix matches the start of the path. Default "/".
 	PathPrefix string `yaml:"path_prefix"`
 	// Methods lists the methods served. Default: all.
 	Methods []string `yaml:"methods"`
-	// Headers lists headers that must have exactly these values.
+	// Headers lists headers that must have exactly these values. Names
+	// are RFC 9110 tokens; values have no control characters but tab and
+	// no space at either end.
 	Headers map[string]string `yaml:"headers"`
 }
 
@@ -186,7 +199,7 @@ type Policies struct {
 	Concurrency    *Concurrency    `yaml:"concurrency"`
 	CircuitBreaker *CircuitBreaker `yaml:"circuit_breaker"`
 	Retry          *Retry          `yaml:"retry"`
-	// Timeout bounds one attempt upstream. Default: none.
+	// Timeout bounds one attempt upstream. Default: none (0s).
 	Timeout Duration `yaml:"timeout"`
 	// Coalesce makes identical concurrent GET and HEAD requests without a
 	// body share one upstream call. Requests are identical when their
@@ -214,14 +227,17 @@ type RateLimit struct {
 	Algorithm string `yaml:"algorithm"`
 	// Limit is the number of requests allowed per Period. Required, > 0.
 	Limit int `yaml:"limit"`
-	// Period is the window. Default 1s.
+	// Period is the window. Default 1s, at least 1ms; Limit, Period and
+	// Burst must keep a key's state within 73 years (Period/Limit × Burst
+	// for the bucket algorithms).
 	Period Duration `yaml:"period"`
 	// Burst is the bucket size for token_bucket, gcra and leaky_bucket.
-	// Default: Limit.
+	// Default: Limit. At least 1.
 	Burst int `yaml:"burst"`
 	// Key says whose limit a request counts against: "ip" (default: the
 	// client address), "header:NAME" (requests without it share one key),
-	// or "route" (one limit for the whole route).
+	// or "route" (one limit for the whole route). NAME is an RFC 9110
+	// token.
 	Key string `yaml:"key"`
 }
 
@@ -233,8 +249,8 @@ type Concurrency struct {
 	// Queue is how many requests may wait for a slot. Default 0 (reject at
 	// once when full).
 	Queue int `yaml:"queue"`
-	// MaxWait bounds the wait in the queue. Default: until the request's
-	// own deadline.
+	// MaxWait bounds the wait in the queue. Default (and 0s): until the
+	// request's own deadline.
 	MaxWait  Duration  `yaml:"max_wait"`
 	Adaptive *Adaptive `yaml:"adaptive"`
 }
@@ -254,7 +270,9 @@ type Adaptive struct {
 // CircuitBreaker opens when the upstream fails too much.
 type CircuitBreaker struct {
 	// FailureRate opens the breaker when at least this fraction of the
-	// window's calls failed. Default 0.5 when no other trip condition is set.
+	// window's calls failed; 0 turns this condition off. Default 0.5 when
+	// no other trip condition is set. A breaker with no trip condition is
+	// an error.
 	FailureRate float64 `yaml:"failure_rate"`
 	// ConsecutiveFailures opens it after this many failures in a row.
 	ConsecutiveFailures int `yaml:"consecutive_failures"`
@@ -263,7 +281,8 @@ type CircuitBreaker struct {
 	// Window is the sliding window rates are judged over.
 	Window Window `yaml:"window"`
 	// MinCalls is the number of calls in the window before a rate is
-	// judged. Default 20.
+	// judged. Default 20, or a count window's size if that is smaller; at
+	// most a count window's size.
 	MinCalls int `yaml:"min_calls"`
 	// OpenFor is how long the breaker stays open. Default 5s.
 	OpenFor Duration `yaml:"open_for"`
@@ -285,14 +304,15 @@ type Window struct {
 	// Kind is "count" (default: the last Size calls) or "time" (the calls
 	// of the last Size duration).
 	Kind string `yaml:"kind"`
-	// Size is a number of calls for kind count (default 100) or a duration
-	// for kind time (default 10s).
+	// Size is a number of calls for kind count (default 100, at most
+	// MaxCountWindow) or a duration for kind time (default 10s, between
+	// MinTimeWindow and MaxDuration).
 	Size string `yaml:"size"`
 }
 
 // Retry retries failed attempts upstream.
 type Retry struct {
-	// Attempts counts the first one. Default 3.
+	// Attempts counts the first one. Default 3, at most MaxAttempts.
 	Attempts int     `yaml:"attempts"`
 	Backoff  Backoff `yaml:"backoff"`
 	// On lists what is retried: "connect_error" (the upstream could not be
@@ -306,7 +326,8 @@ type Retry struct {
 	Budget float64 `yaml:"budget"`
 }
 
-// Backoff is the wait between attempts.
+// Backoff is the wait between attempts. Its durations are between
+// MinBackoff (1ns) and MaxDuration.
 type Backoff struct {
 	// Initial wait. Default 50ms.
 	Initial Duration `yaml:"initial"`
@@ -319,7 +340,7 @@ type Backoff struct {
 // Fallback is the answer given when the upstream cannot answer (rejected,
 // failed or timed out).
 type Fallback struct {
-	// Status code. Default 503.
+	// Status code, 200 to 599. Default 503.
 	Status int `yaml:"status"`
 	// ContentType of the body. Default "application/json".
 	ContentType string `yaml:"content_type"`
@@ -337,7 +358,8 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes, defaults and validates data; file names it in errors. Every
-// problem is reported at once, as Errors.
+// problem is reported at once, as Errors; a YAML syntax error is one Error
+// with the line and column where the parser stopped.
 func Parse(file string, data []byte) (*Config, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -345,20 +367,48 @@ func Parse(file string, data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, Errors{{File: file, Msg: "the file is empty"}}
 		}
-		return nil, Errors{{File: file, Msg: err.Error()}}
+		return nil, Errors{syntaxError(file, data, err)}
 	}
-	d := &decoder{file: file, pos: map[string][2]int{}}
+	d := &decoder{file: file, pos: map[string][2]int{}, given: map[string]bool{}}
 	c := &Config{}
 	doc := &root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
 	}
 	d.decode(doc, reflect.ValueOf(c).Elem(), "")
-	c.applyDefaults()
+	defaults{given: d.given}.config(c)
 	v := &validator{decoder: d, decoded: len(d.errs)}
 	v.config(c)
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
 	return c, nil
+}
+
+// syntaxError turns the YAML parser's error into an Error at the position
+// where the parser stopped, naming the construct it was in and where that
+// began ("while parsing a flow sequence started at 1:6"). When the parser
+// stopped at the end of the file, the position is where the unfinished
+// construct began.
+func syntaxError(file string, data []byte, err error) *Error {
+	var le *yaml.LoadError
+	if !errors.As(err, &le) {
+		return &Error{File: file, Msg: err.Error()}
+	}
+	e := &Error{File: file, Line: le.Mark.Line, Col: le.Mark.Column, Msg: "invalid YAML: " + le.Message}
+	cm := le.ContextMark
+	switch {
+	case le.ContextMsg == "":
+	case cm.Line > 0 && le.Mark.Index >= len(data):
+		e.Line, e.Col = cm.Line, cm.Column
+		if !strings.Contains(le.Message, "end of stream") {
+			e.Msg += " before the end of the file"
+		}
+		e.Msg += " (" + le.ContextMsg + " that starts here)"
+	case cm.Line > 0 && cm != le.Mark:
+		e.Msg += fmt.Sprintf(" (%s started at %d:%d)", le.ContextMsg, cm.Line, cm.Column)
+	default:
+		e.Msg += " (" + le.ContextMsg + ")"
+	}
+	return e
 }

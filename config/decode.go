@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // Error is one problem in a configuration file, with where it is.
@@ -61,9 +61,10 @@ var durationType = reflect.TypeOf(Duration(0))
 // duplicate keys and values of the wrong type are all errors, and every error
 // is kept so that they can be reported at once.
 type decoder struct {
-	file string
-	errs Errors
-	pos  map[string][2]int // field path → line, col of its value
+	file  string
+	errs  Errors
+	pos   map[string][2]int // field path → line, col of its value
+	given map[string]bool   // field path → the file gives it a value other than null
 }
 
 func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
@@ -82,6 +83,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // an explicit null leaves the default
 	}
+	d.given[path] = true
 	if v.Type() == durationType {
 		d.duration(n, v, path)
 		return

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // Defaults, as documented on the fields.
 const (
@@ -12,148 +16,133 @@ const (
 	DefaultSentinelAddr = "127.0.0.1:26379"
 )
 
-func (c *Config) applyDefaults() {
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
+// defaults fills in the fields the file does not give. A field is given when
+// the file has a value for it other than null; a given value is never
+// replaced, so an explicit zero is judged by validation like any other
+// value (a period of 0s is an error, not the default 1s).
+type defaults struct {
+	given map[string]bool // field path → the file gives the field a value
+}
+
+func (d defaults) str(path string, s *string, v string) {
+	if !d.given[path] {
+		*s = v
 	}
-	defInt := func(i *int, v int) {
-		if *i == 0 {
-			*i = v
-		}
+}
+
+func (d defaults) int(path string, i *int, v int) {
+	if !d.given[path] {
+		*i = v
 	}
-	defDur := func(d *Duration, v time.Duration) {
-		if *d == 0 {
-			*d = Duration(v)
-		}
+}
+
+func (d defaults) float(path string, f *float64, v float64) {
+	if !d.given[path] {
+		*f = v
 	}
-	def(&c.Listen, DefaultListen)
-	def(&c.Admin.Listen, DefaultAdminListen)
-	def(&c.Store.Kind, "memory")
-	if len(c.Store.Redis.Addrs) == 0 {
+}
+
+func (d defaults) dur(path string, p *Duration, v time.Duration) {
+	if !d.given[path] {
+		*p = Duration(v)
+	}
+}
+
+func (d defaults) config(c *Config) {
+	d.str("listen", &c.Listen, DefaultListen)
+	d.str("admin.listen", &c.Admin.Listen, DefaultAdminListen)
+	d.str("store.kind", &c.Store.Kind, "memory")
+	if !d.given["store.redis.addrs"] {
 		c.Store.Redis.Addrs = []string{DefaultRedisAddr}
 		if c.Store.Redis.Sentinel != "" {
 			c.Store.Redis.Addrs = []string{DefaultSentinelAddr}
 		}
 	}
-	def(&c.Store.Redis.OnError, "local")
-	defDur(&c.Store.Redis.Timeout, 50*time.Millisecond)
-	def(&c.Store.Redis.Prefix, "sluice")
-	defDur(&c.Server.ReadHeaderTimeout, 10*time.Second)
-	defDur(&c.Server.ReadTimeout, 60*time.Second)
-	defDur(&c.Server.IdleTimeout, 120*time.Second)
-	defInt(&c.Server.MaxHeaderBytes, 32<<10)
-	defDur(&c.Server.ShutdownTimeout, 30*time.Second)
-	def(&c.Server.Engine, "loop")
-	def(&c.Log.Format, "json")
-	def(&c.Log.Level, "info")
-	if c.Log.Sample == 0 {
-		c.Log.Sample = 1
-	}
-	for _, u := range c.Upstreams {
+	d.str("store.redis.on_error", &c.Store.Redis.OnError, "local")
+	d.dur("store.redis.timeout", &c.Store.Redis.Timeout, 50*time.Millisecond)
+	d.str("store.redis.prefix", &c.Store.Redis.Prefix, "sluice")
+	d.dur("server.read_header_timeout", &c.Server.ReadHeaderTimeout, 10*time.Second)
+	d.dur("server.read_timeout", &c.Server.ReadTimeout, 60*time.Second)
+	d.dur("server.idle_timeout", &c.Server.IdleTimeout, 120*time.Second)
+	d.int("server.max_header_bytes", &c.Server.MaxHeaderBytes, 32<<10)
+	d.dur("server.shutdown_timeout", &c.Server.ShutdownTimeout, 30*time.Second)
+	d.str("server.engine", &c.Server.Engine, "loop")
+	d.str("log.format", &c.Log.Format, "json")
+	d.str("log.level", &c.Log.Level, "info")
+	d.float("log.sample", &c.Log.Sample, 1)
+	for name, u := range c.Upstreams {
 		if u == nil {
 			continue
 		}
-		def(&u.Balance, "round_robin")
-		defDur(&u.IdleTimeout, 4*time.Second)
+		p := "upstreams." + name
+		d.str(p+".balance", &u.Balance, "round_robin")
+		d.dur(p+".idle_timeout", &u.IdleTimeout, 4*time.Second)
 		if u.Health != nil {
-			defDur(&u.Health.Interval, 5*time.Second)
-			defDur(&u.Health.Timeout, time.Second)
+			d.dur(p+".health.interval", &u.Health.Interval, 5*time.Second)
+			d.dur(p+".health.timeout", &u.Health.Timeout, time.Second)
 		}
 	}
-	for _, r := range c.Routes {
+	for i, r := range c.Routes {
 		if r == nil {
 			continue
 		}
-		def(&r.Match.PathPrefix, "/")
-		r.Policies.applyDefaults()
+		p := fmt.Sprintf("routes[%d]", i)
+		d.str(p+".match.path_prefix", &r.Match.PathPrefix, "/")
+		d.policies(p+".policies", &r.Policies)
 	}
 }
 
-func (p *Policies) applyDefaults() {
+func (d defaults) policies(path string, p *Policies) {
 	if rl := p.RateLimit; rl != nil {
-		if rl.Algorithm == "" {
-			rl.Algorithm = "gcra"
-		}
-		if rl.Period == 0 {
-			rl.Period = Duration(time.Second)
-		}
-		if rl.Burst == 0 {
-			rl.Burst = rl.Limit
-		}
-		if rl.Key == "" {
-			rl.Key = "ip"
-		}
+		rp := path + ".rate_limit"
+		d.str(rp+".algorithm", &rl.Algorithm, "gcra")
+		d.dur(rp+".period", &rl.Period, time.Second)
+		d.int(rp+".burst", &rl.Burst, rl.Limit)
+		d.str(rp+".key", &rl.Key, "ip")
 	}
-	if a := p.Concurrency; a != nil && a.Adaptive != nil {
-		ad := a.Adaptive
-		if ad.Algorithm == "" {
-			ad.Algorithm = "default"
-		}
-		if ad.Min == 0 {
-			ad.Min = 1
-		}
-		if ad.Max == 0 {
-			ad.Max = 1000
-		}
-		if ad.Initial == 0 {
-			ad.Initial = min(max(20, ad.Min), ad.Max)
-		}
+	if c := p.Concurrency; c != nil && c.Adaptive != nil {
+		ap, ad := path+".concurrency.adaptive", c.Adaptive
+		d.str(ap+".algorithm", &ad.Algorithm, "default")
+		d.int(ap+".min", &ad.Min, 1)
+		d.int(ap+".max", &ad.Max, 1000)
+		d.int(ap+".initial", &ad.Initial, min(max(20, ad.Min), ad.Max))
 	}
 	if cb := p.CircuitBreaker; cb != nil {
-		if cb.FailureRate == 0 && cb.ConsecutiveFailures == 0 && cb.SlowCall == nil {
-			cb.FailureRate = 0.5
+		bp := path + ".circuit_breaker"
+		if cb.ConsecutiveFailures == 0 && cb.SlowCall == nil {
+			d.float(bp+".failure_rate", &cb.FailureRate, 0.5)
 		}
-		if cb.SlowCall != nil && cb.SlowCall.Rate == 0 {
-			cb.SlowCall.Rate = 1
+		if cb.SlowCall != nil {
+			d.float(bp+".slow_call.rate", &cb.SlowCall.Rate, 1)
 		}
-		if cb.Window.Kind == "" {
-			cb.Window.Kind = "count"
+		d.str(bp+".window.kind", &cb.Window.Kind, "count")
+		if cb.Window.Kind == "time" {
+			d.str(bp+".window.size", &cb.Window.Size, "10s")
+		} else {
+			d.str(bp+".window.size", &cb.Window.Size, "100")
 		}
-		if cb.Window.Size == "" {
-			if cb.Window.Kind == "time" {
-				cb.Window.Size = "10s"
-			} else {
-				cb.Window.Size = "100"
-			}
+		minCalls := 20
+		if n, err := strconv.Atoi(cb.Window.Size); err == nil && cb.Window.Kind == "count" && n > 0 {
+			minCalls = min(minCalls, n) // a window of fewer calls is judged when full
 		}
-		if cb.MinCalls == 0 {
-			cb.MinCalls = 20
-		}
-		if cb.OpenFor == 0 {
-			cb.OpenFor = Duration(5 * time.Second)
-		}
-		if cb.HalfOpenCalls == 0 {
-			cb.HalfOpenCalls = 3
-		}
+		d.int(bp+".min_calls", &cb.MinCalls, minCalls)
+		d.dur(bp+".open_for", &cb.OpenFor, 5*time.Second)
+		d.int(bp+".half_open_calls", &cb.HalfOpenCalls, 3)
 	}
 	if r := p.Retry; r != nil {
-		if r.Attempts == 0 {
-			r.Attempts = 3
-		}
-		if r.Backoff.Initial == 0 {
-			r.Backoff.Initial = Duration(50 * time.Millisecond)
-		}
-		if r.Backoff.Max == 0 {
-			r.Backoff.Max = Duration(time.Second)
-		}
-		if r.Backoff.Jitter == "" {
-			r.Backoff.Jitter = "full"
-		}
-		if len(r.On) == 0 {
+		rp := path + ".retry"
+		d.int(rp+".attempts", &r.Attempts, 3)
+		d.dur(rp+".backoff.initial", &r.Backoff.Initial, 50*time.Millisecond)
+		d.dur(rp+".backoff.max", &r.Backoff.Max, time.Second)
+		d.str(rp+".backoff.jitter", &r.Backoff.Jitter, "full")
+		if !d.given[rp+".on"] {
 			r.On = []string{"connect_error", "502", "503", "504"}
 		}
-		if r.Budget == 0 {
-			r.Budget = 0.2
-		}
+		d.float(rp+".budget", &r.Budget, 0.2)
 	}
 	if f := p.Fallback; f != nil {
-		if f.Status == 0 {
-			f.Status = 503
-		}
-		if f.ContentType == "" {
-			f.ContentType = "application/json"
-		}
+		fp := path + ".fallback"
+		d.int(fp+".status", &f.Status, 503)
+		d.str(fp+".content_type", &f.ContentType, "application/json")
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"time"
 	"unicode"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
+
+	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // Names accepted by the enumerated fields.
@@ -19,6 +21,29 @@ var (
 	RateLimitAlgorithms = []string{"token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window", "leaky_bucket"}
 	AdaptiveAlgorithms  = []string{"default", "aimd", "vegas", "gradient2", "latency_gradient"}
 	Balancers           = []string{"round_robin", "least_inflight", "p2c"}
+)
+
+// Bounds of values that would otherwise be accepted and then misbehave: a
+// health interval of a few nanoseconds keeps a core busy, a timeout over a
+// day is a mistake, a huge count window allocates its slots up front.
+const (
+	// MinDuration and MaxDuration bound every duration in the file, unless
+	// its field's documentation says otherwise.
+	MinDuration = time.Millisecond
+	MaxDuration = 24 * time.Hour
+	// MinBackoff bounds a retry's backoff from below: any wait, however
+	// short, is allowed, since attempts and the budget bound the retries.
+	MinBackoff = time.Nanosecond
+	// MinHealthInterval bounds upstreams.*.health.interval from below.
+	MinHealthInterval = 100 * time.Millisecond
+	// MaxRedisTimeout bounds store.redis.timeout.
+	MaxRedisTimeout = time.Minute
+	// MinTimeWindow bounds a breaker's time window from below.
+	MinTimeWindow = time.Second
+	// MaxCountWindow bounds a breaker's count window (a number of calls).
+	MaxCountWindow = 100_000
+	// MaxAttempts bounds retry.attempts.
+	MaxAttempts = 100
 )
 
 // validator checks a decoded, defaulted Config; its errors point at the
@@ -77,15 +102,47 @@ func (v *validator) hostPort(path, addr string) {
 	}
 }
 
+// duration reports d outside [lo, hi].
+func (v *validator) duration(path string, d Duration, lo, hi time.Duration) {
+	if d.D() < lo || d.D() > hi {
+		v.at(path, "want a duration between %s and %s, got %s", fmtDuration(lo), fmtDuration(hi), fmtDuration(d.D()))
+	}
+}
+
+// optDuration is duration for a field where 0 means "none".
+func (v *validator) optDuration(path string, d Duration, lo, hi time.Duration) {
+	if d != 0 {
+		v.duration(path, d, lo, hi)
+	}
+}
+
+// fmtDuration writes d as a Go duration without trailing zero units
+// ("24h", not "24h0m0s").
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 func (v *validator) config(c *Config) {
 	v.hostPort("listen", c.Listen)
-	if c.Admin.Listen != "off" {
-		v.hostPort("admin.listen", c.Admin.Listen)
-	}
+	v.admin(&c.Admin)
 	v.oneOf("store.kind", c.Store.Kind, []string{"memory", "redis"})
 	v.oneOf("store.redis.on_error", c.Store.Redis.OnError, []string{"open", "closed", "local"})
+	if len(c.Store.Redis.Addrs) == 0 {
+		v.at("store.redis.addrs", "want at least one host:port")
+	}
 	for i, a := range c.Store.Redis.Addrs {
 		v.hostPort(fmt.Sprintf("store.redis.addrs[%d]", i), a)
+	}
+	v.duration("store.redis.timeout", c.Store.Redis.Timeout, MinDuration, MaxRedisTimeout)
+	if c.Store.Redis.Prefix == "" {
+		v.at("store.redis.prefix", "want a key prefix such as \"sluice\"")
 	}
 	if strings.IndexFunc(c.Store.Redis.Sentinel, unicode.IsSpace) >= 0 {
 		v.at("store.redis.sentinel", "a master set name has no spaces, got %q", c.Store.Redis.Sentinel)
@@ -106,6 +163,10 @@ func (v *validator) config(c *Config) {
 		v.at("server.max_header_bytes", "want between 1024 and 1048576 bytes, got %d", c.Server.MaxHeaderBytes)
 	}
 	v.oneOf("server.engine", c.Server.Engine, []string{"loop", "goroutine"})
+	v.duration("server.read_header_timeout", c.Server.ReadHeaderTimeout, MinDuration, MaxDuration)
+	v.duration("server.read_timeout", c.Server.ReadTimeout, MinDuration, MaxDuration)
+	v.duration("server.idle_timeout", c.Server.IdleTimeout, MinDuration, MaxDuration)
+	v.duration("server.shutdown_timeout", c.Server.ShutdownTimeout, MinDuration, MaxDuration)
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
 	}
@@ -139,6 +200,21 @@ func (v *validator) config(c *Config) {
 	}
 }
 
+// admin checks the admin API's listener: an address other than loopback
+// needs a token, which must be sendable in an Authorization header.
+func (v *validator) admin(a *Admin) {
+	if a.Listen == "off" {
+		return
+	}
+	v.hostPort("admin.listen", a.Listen)
+	if host, _, err := net.SplitHostPort(a.Listen); err == nil && a.Token == "" && !isLoopback(host) {
+		v.at("admin.listen", "an admin listener on a non-loopback address needs admin.token (anyone who reaches %q could reload the configuration); listen on 127.0.0.1 or set a token", a.Listen)
+	}
+	if a.Token != "" && !isToken68(a.Token) {
+		v.at("admin.token", "a bearer token has only letters, digits and -._~+/ (then optional =), with no spaces")
+	}
+}
+
 func (v *validator) upstream(path string, u *Upstream) {
 	if u == nil || len(u.Targets) == 0 {
 		v.at(path+".targets", "an upstream needs at least one target")
@@ -159,11 +235,13 @@ func (v *validator) upstream(path string, u *Upstream) {
 		}
 	}
 	v.oneOf(path+".balance", u.Balance, Balancers)
-	if u.IdleTimeout < 0 {
-		v.at(path+".idle_timeout", "cannot be negative")
-	}
-	if h := u.Health; h != nil && !strings.HasPrefix(h.Path, "/") {
-		v.at(path+".health.path", "want a path starting with /, got %q", h.Path)
+	v.duration(path+".idle_timeout", u.IdleTimeout, MinDuration, MaxDuration)
+	if h := u.Health; h != nil {
+		if !strings.HasPrefix(h.Path, "/") {
+			v.at(path+".health.path", "want a path starting with /, got %q", h.Path)
+		}
+		v.duration(path+".health.interval", h.Interval, MinHealthInterval, MaxDuration)
+		v.duration(path+".health.timeout", h.Timeout, MinDuration, MaxDuration)
 	}
 }
 
@@ -172,8 +250,22 @@ func (v *validator) match(path string, m *Match) {
 		v.at(path+".path_prefix", "want a path starting with /, got %q", m.PathPrefix)
 	}
 	for i, meth := range m.Methods {
-		if meth == "" || strings.ToUpper(meth) != meth || strings.ContainsAny(meth, " \t/") {
+		if !isToken(meth) || strings.ToUpper(meth) != meth {
 			v.at(fmt.Sprintf("%s.methods[%d]", path, i), "want an upper-case method such as GET, got %q", meth)
+		}
+	}
+	if m.Host != "" {
+		if msg := checkHost(m.Host); msg != "" {
+			v.at(path+".host", "%s, got %q", msg, m.Host)
+		}
+	}
+	for _, name := range sortedKeys(m.Headers) {
+		hp := path + ".headers." + name
+		if !isToken(name) {
+			v.at(hp, "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", name)
+		}
+		if !isHeaderValue(m.Headers[name]) {
+			v.at(hp, "a header value has no control characters and no leading or trailing space, got %q", m.Headers[name])
 		}
 	}
 }
@@ -185,13 +277,25 @@ func (v *validator) policies(path string, p *Policies) {
 		if rl.Limit <= 0 {
 			v.at(rp+".limit", "want a limit above 0, got %d", rl.Limit)
 		}
-		if rl.Burst < 0 {
-			v.at(rp+".burst", "a burst cannot be negative")
+		if rl.Burst < 1 && rl.Limit > 0 { // a default burst is the limit, reported above
+			v.at(rp+".burst", "want a burst of at least 1, got %d", rl.Burst)
 		}
-		if rl.Key != "ip" && rl.Key != "route" && (!strings.HasPrefix(rl.Key, "header:") || len(rl.Key) == len("header:")) {
+		if name, ok := strings.CutPrefix(rl.Key, "header:"); ok && !isToken(name) {
+			v.at(rp+".key", "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", name)
+		} else if !ok && rl.Key != "ip" && rl.Key != "route" {
 			v.at(rp+".key", `want "ip", "route" or "header:NAME", got %q`, rl.Key)
 		}
+		if rl.Period.D() < MinDuration {
+			v.at(rp+".period", "want a period of at least %s, got %s", fmtDuration(MinDuration), fmtDuration(rl.Period.D()))
+		} else if rl.Limit > 0 && rl.Burst > 0 && slices.Contains(RateLimitAlgorithms, rl.Algorithm) {
+			lim := ratelimit.Limit{Algorithm: ratelimit.Algorithm(rl.Algorithm), Limit: rl.Limit, Period: rl.Period.D(), Burst: rl.Burst}
+			if err := lim.Validate(); err != nil {
+				v.at(rp+".period", "limit %d per %s with burst %d cannot be kept: %s", rl.Limit, fmtDuration(rl.Period.D()), rl.Burst,
+					strings.TrimPrefix(strings.TrimPrefix(err.Error(), ratelimit.ErrInvalidLimit.Error()), ": "))
+			}
+		}
 	}
+	v.optDuration(path+".timeout", p.Timeout, MinDuration, MaxDuration)
 	if c := p.Concurrency; c != nil {
 		cp := path + ".concurrency"
 		switch {
@@ -203,6 +307,7 @@ func (v *validator) policies(path string, p *Policies) {
 		if c.Queue < 0 {
 			v.at(cp+".queue", "a queue cannot be negative")
 		}
+		v.optDuration(cp+".max_wait", c.MaxWait, MinDuration, MaxDuration)
 		if a := c.Adaptive; a != nil {
 			v.oneOf(cp+".adaptive.algorithm", a.Algorithm, AdaptiveAlgorithms)
 			if a.Min < 1 || a.Max < a.Min || a.Initial < a.Min || a.Initial > a.Max {
@@ -215,8 +320,13 @@ func (v *validator) policies(path string, p *Policies) {
 	}
 	if r := p.Retry; r != nil {
 		rp := path + ".retry"
-		if r.Attempts < 1 {
-			v.at(rp+".attempts", "want at least 1 attempt, got %d", r.Attempts)
+		if r.Attempts < 1 || r.Attempts > MaxAttempts {
+			v.at(rp+".attempts", "want between 1 and %d attempts, got %d", MaxAttempts, r.Attempts)
+		}
+		v.duration(rp+".backoff.initial", r.Backoff.Initial, MinBackoff, MaxDuration)
+		v.duration(rp+".backoff.max", r.Backoff.Max, MinBackoff, MaxDuration)
+		if len(r.On) == 0 {
+			v.at(rp+".on", "want at least one of connect_error, timeout or a status code")
 		}
 		if r.Backoff.Max < r.Backoff.Initial {
 			v.at(rp+".backoff.max", "max (%v) is below initial (%v)", r.Backoff.Max.D(), r.Backoff.Initial.D())
@@ -242,8 +352,13 @@ func (v *validator) policies(path string, p *Policies) {
 			v.at(fmt.Sprintf("%s.coalesce_vary[%d]", path, i), "want a header name, got %q", h)
 		}
 	}
-	if f := p.Fallback; f != nil && (f.Status < 100 || f.Status > 599) {
-		v.at(path+".fallback.status", "want a status code, got %d", f.Status)
+	if f := p.Fallback; f != nil {
+		if f.Status < 200 || f.Status > 599 {
+			v.at(path+".fallback.status", "want a final status code (200 to 599), got %d", f.Status)
+		}
+		if f.ContentType == "" || !isHeaderValue(f.ContentType) {
+			v.at(path+".fallback.content_type", "want a media type such as application/json, got %q", f.ContentType)
+		}
 	}
 }
 
@@ -254,9 +369,14 @@ func (v *validator) breaker(path string, cb *CircuitBreaker) {
 	if cb.ConsecutiveFailures < 0 {
 		v.at(path+".consecutive_failures", "cannot be negative")
 	}
+	if cb.FailureRate == 0 && cb.ConsecutiveFailures == 0 && cb.SlowCall == nil {
+		v.at(path+".failure_rate", "the breaker could never open: failure_rate is 0 and neither consecutive_failures nor slow_call is set")
+	}
 	if s := cb.SlowCall; s != nil {
-		if s.Threshold <= 0 {
+		if s.Threshold == 0 {
 			v.at(path+".slow_call.threshold", "a slow-call threshold is required")
+		} else {
+			v.duration(path+".slow_call.threshold", s.Threshold, MinDuration, MaxDuration)
 		}
 		if s.Rate <= 0 || s.Rate > 1 {
 			v.at(path+".slow_call.rate", "want a fraction in (0, 1], got %v", s.Rate)
@@ -264,12 +384,17 @@ func (v *validator) breaker(path string, cb *CircuitBreaker) {
 	}
 	switch cb.Window.Kind {
 	case "count":
-		if n, err := strconv.Atoi(cb.Window.Size); err != nil || n < 1 {
-			v.at(path+".window.size", "a count window's size is a number of calls, got %q", cb.Window.Size)
+		n, err := strconv.Atoi(cb.Window.Size)
+		switch {
+		case err != nil || n < 1 || n > MaxCountWindow:
+			v.at(path+".window.size", "a count window's size is a number of calls from 1 to %d, got %q", MaxCountWindow, cb.Window.Size)
+		case cb.MinCalls > n:
+			v.at(path+".min_calls", "min_calls %d exceeds the window's %d calls: the rates could never be judged", cb.MinCalls, n)
 		}
 	case "time":
-		if d, err := time.ParseDuration(cb.Window.Size); err != nil || d <= 0 {
-			v.at(path+".window.size", "a time window's size is a duration such as \"10s\", got %q", cb.Window.Size)
+		d, err := time.ParseDuration(cb.Window.Size)
+		if err != nil || d < MinTimeWindow || d > MaxDuration {
+			v.at(path+".window.size", "a time window's size is a duration between %s and %s, got %q", fmtDuration(MinTimeWindow), fmtDuration(MaxDuration), cb.Window.Size)
 		}
 	default:
 		v.at(path+".window.kind", "%q is not one of count, time", cb.Window.Kind)
@@ -277,21 +402,8 @@ func (v *validator) breaker(path string, cb *CircuitBreaker) {
 	if cb.MinCalls < 1 {
 		v.at(path+".min_calls", "want at least 1, got %d", cb.MinCalls)
 	}
+	v.duration(path+".open_for", cb.OpenFor, MinDuration, MaxDuration)
 	if cb.HalfOpenCalls < 1 {
 		v.at(path+".half_open_calls", "want at least 1, got %d", cb.HalfOpenCalls)
 	}
-}
-
-// isToken reports whether s is a token of RFC 9110 section 5.6.2, the form
-// of a header name.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -12,7 +14,9 @@ import (
 
 // AdminOptions configure the admin API.
 type AdminOptions struct {
-	// Token, when set, is the bearer token POST /reload requires.
+	// Token, when set, is the bearer token POST /reload requires
+	// ("Authorization: Bearer TOKEN", the scheme in any case); a request
+	// without it gets 401 with "WWW-Authenticate: Bearer".
 	Token string
 	// Gatherer serves /metrics. Nil disables /metrics.
 	Gatherer prometheus.Gatherer
@@ -47,13 +51,10 @@ func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
-		if o.Token != "" {
-			want := "Bearer " + o.Token
-			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
-				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
-				return
-			}
+		if o.Token != "" && !bearer(r.Header.Get("Authorization"), o.Token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+			return
 		}
 		if o.Reload == nil {
 			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": "reload is not available"})
@@ -66,6 +67,20 @@ func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
 		writeJSON(w, http.StatusOK, g.LastReload())
 	})
 	return mux
+}
+
+// bearer reports whether the Authorization header value auth carries token
+// with the Bearer scheme. The scheme is matched without regard to case
+// (RFC 9110 §11.1) and may be followed by more than one space; the token is
+// compared in constant time, through digests of equal length so that its
+// length does not show either.
+func bearer(auth, token string) bool {
+	scheme, cred, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got, want := sha256.Sum256([]byte(strings.TrimLeft(cred, " "))), sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

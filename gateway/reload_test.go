@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/gateway"
@@ -146,8 +147,8 @@ routes:
 	gw := startGateway(t, parseConfig(t, good))
 	c := newClient(t)
 
-	// Valid YAML, but a rate limit whose horizon no clock can hold: it
-	// validates and fails to build.
+	// A rate limit whose horizon no clock can hold fails to build. Config
+	// validation refuses it in a file; a Config made in code can hold it.
 	unbuildable := parseConfig(t, `
 upstreams:
   up: {targets: ["%s"]}
@@ -156,8 +157,9 @@ routes:
   - name: huge
     upstream: up
     policies:
-      rate_limit: {limit: 1, period: 200000h, burst: 10}
+      rate_limit: {limit: 1, period: 1h, burst: 10}
 `, up.URL)
+	unbuildable.Routes[1].Policies.RateLimit.Period = config.Duration(200000 * time.Hour)
 	if err := gw.Apply(unbuildable); err == nil {
 		t.Fatal("Apply accepted a configuration that cannot be built")
 	}

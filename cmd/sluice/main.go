@@ -1,6 +1,6 @@
 // Command sluice runs the sluice gateway and its tools.
 //
-//	sluice serve --config FILE   run the gateway
+//	sluice serve [--config] FILE run the gateway
 //	sluice validate FILE         check a configuration; print every error
 //	sluice demo                  a fragile upstream, the gateway and load, live
 //	sluice version               print the version
@@ -16,7 +16,7 @@ import (
 var version = "dev"
 
 const usage = `usage:
-  sluice serve --config FILE   run the gateway
+  sluice serve [--config] FILE run the gateway
   sluice validate FILE         check a configuration file; print every error
   sluice demo [flags]          run a fragile upstream, the gateway and load, and show what each policy does
   sluice version               print the version

@@ -19,18 +19,24 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestUsage checks the exit codes of a missing or unknown command.
+// TestUsage checks the exit codes of a missing or unknown command, of -h
+// (0, usage printed) and of serve given two files.
 func TestUsage(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		code int
-	}{{nil, 2}, {[]string{"frobnicate"}, 2}, {[]string{"help"}, 0}, {[]string{"validate"}, 2}} {
+	}{{nil, 2}, {[]string{"frobnicate"}, 2}, {[]string{"help"}, 0}, {[]string{"validate"}, 2},
+		{[]string{"validate", "-h"}, 0}, {[]string{"validate", "--help"}, 0}, {[]string{"validate", "--frobnicate"}, 2},
+		{[]string{"serve", "-h"}, 0}, {[]string{"serve", "--config", "a.yaml", "b.yaml"}, 2}, {[]string{"serve", "a.yaml", "b.yaml"}, 2}} {
 		var out, errOut bytes.Buffer
 		if code := run(tt.args, &out, &errOut); code != tt.code {
 			t.Errorf("sluice %q: exit %d, want %d", tt.args, code, tt.code)
 		}
 		if !strings.Contains(out.String()+errOut.String(), "usage") {
 			t.Errorf("sluice %q printed no usage", tt.args)
+		}
+		if tt.code == 0 && len(tt.args) == 2 && tt.args[0] == "validate" && !strings.HasPrefix(out.String(), "usage: sluice validate") {
+			t.Errorf("sluice %q: usage not on stdout: %q", tt.args, out.String())
 		}
 	}
 }

@@ -25,14 +25,44 @@ import (
 )
 
 // serve runs the gateway until SIGTERM or SIGINT, reloading on SIGHUP, on a
-// change of the file and on POST /reload.
+// change of the file and on POST /reload. The file is --config FILE or the
+// one argument, sluice.yaml by default.
 func serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("config", "sluice.yaml", "configuration file")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: sluice serve [--watch=false] [--config] FILE")
+		fs.PrintDefaults()
+	}
+	path := fs.String("config", "sluice.yaml", "configuration file (or give it as the argument)")
 	watch := fs.Bool("watch", true, "reload when the configuration file changes")
-	if err := fs.Parse(args); err != nil {
+	// Flags may come before or after the file.
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "config" {
+			files = append([]string{*path}, files...)
+		}
+	})
+	if len(files) > 1 {
+		fmt.Fprintf(stderr, "sluice serve: one configuration file, as --config FILE or as the argument; got %q\n", files)
+		fs.Usage()
 		return 2
+	}
+	if len(files) == 1 {
+		*path = files[0]
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
@@ -71,6 +101,8 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 			g.Refuse(err)
 			return err
 		}
+		// Apply builds next fully before it swaps it in, so a file that
+		// validates but cannot be built is refused as well.
 		if next.Listen != cfg.Listen || next.Admin != cfg.Admin || next.Server.Engine != cfg.Server.Engine {
 			log.Warn("listen, admin and server.engine changes take effect only after a restart")
 		}

@@ -354,6 +354,22 @@ func TestServeWatchesFile(t *testing.T) {
 	})
 }
 
+// TestServePositionalFile checks that `sluice serve FILE` serves FILE, as
+// `sluice serve --config FILE` does, with flags after the file too.
+func TestServePositionalFile(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "up") }))
+	defer up.Close()
+	path := filepath.Join(t.TempDir(), "positional.yaml")
+	writeFile(t, path, fmt.Sprintf(serveConfig, up.URL, "p", "p"))
+	p, err := startServe(t, path, "--watch=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := call(t, newClient(t), "GET", "http://"+p.listen+"/p/x", ""); code != 200 || body != "up" {
+		t.Errorf("GET /p/x: %d %q", code, body)
+	}
+}
+
 // TestServeBadConfig checks that serve refuses to start on an invalid file.
 func TestServeBadConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
