@@ -14,7 +14,8 @@ import (
 
 // AdminOptions configure the admin API.
 type AdminOptions struct {
-	// Token, when set, is the bearer token POST /reload requires
+	// Token, when set, is the bearer token every endpoint but /healthz and
+	// /readyz (probes, which tell nothing but up or not) requires
 	// ("Authorization: Bearer TOKEN", the scheme in any case); a request
 	// without it gets 401 with "WWW-Authenticate: Bearer".
 	Token string
@@ -31,15 +32,30 @@ type AdminOptions struct {
 //	GET  /status    JSON: routes, per-target health, breaker states, limits, in-flight, last reload
 //	GET  /healthz   200 while the process runs
 //	GET  /readyz    200 while serving, 503 once shutdown has begun
-//	POST /reload    re-read and apply the configuration (bearer token when configured)
+//	POST /reload    re-read and apply the configuration
+//
+// With a token, every endpoint but /healthz and /readyz needs it.
 func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
 	mux := http.NewServeMux()
-	if o.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	guarded := func(h http.Handler) http.Handler {
+		if o.Token == "" {
+			return h
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !bearer(r.Header.Get("Authorization"), o.Token) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
 	}
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+	if o.Gatherer != nil {
+		mux.Handle("GET /metrics", guarded(promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{})))
+	}
+	mux.Handle("GET /status", guarded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, g.Status())
-	})
+	})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
@@ -50,12 +66,7 @@ func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
-		if o.Token != "" && !bearer(r.Header.Get("Authorization"), o.Token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
-			return
-		}
+	mux.Handle("POST /reload", guarded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o.Reload == nil {
 			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": "reload is not available"})
 			return
@@ -65,7 +76,7 @@ func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, g.LastReload())
-	})
+	})))
 	return mux
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluicehq/sluice/gateway"
 )
 
@@ -57,6 +58,43 @@ routes: [{name: r, upstream: up}]
 		if tt.code == http.StatusUnauthorized {
 			if a := w.Header().Get("WWW-Authenticate"); len(a) < 6 || a[:6] != "Bearer" {
 				t.Errorf("Authorization %q: WWW-Authenticate %q, want the Bearer scheme", tt.auth, a)
+			}
+		}
+	}
+}
+
+// TestAdminTokenGuardsEveryEndpoint: with a token, /status, /metrics and
+// /reload need it; the probes /healthz and /readyz do not.
+func TestAdminTokenGuardsEveryEndpoint(t *testing.T) {
+	cfg := parseConfig(t, `upstreams: {up: {targets: ["http://127.0.0.1:1"]}}
+routes: [{name: r, upstream: up}]
+`)
+	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := g.AdminHandler(gateway.AdminOptions{Token: "s3cret", Gatherer: prometheus.NewRegistry(),
+		Reload: func() error { return nil }})
+	for _, tt := range []struct {
+		method, path string
+		open         bool
+	}{
+		{"GET", "/status", false}, {"GET", "/metrics", false}, {"POST", "/reload", false},
+		{"GET", "/healthz", true}, {"GET", "/readyz", true},
+	} {
+		for _, auth := range []string{"", "Bearer s3cret"} {
+			req := httptest.NewRequest(tt.method, tt.path, nil)
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			want := http.StatusOK
+			if auth == "" && !tt.open {
+				want = http.StatusUnauthorized
+			}
+			if w.Code != want {
+				t.Errorf("%s %s with %q: %d, want %d", tt.method, tt.path, auth, w.Code, want)
 			}
 		}
 	}

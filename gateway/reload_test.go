@@ -390,6 +390,7 @@ routes:
 	}))
 	defer admin.Close()
 	c := newClient(t)
+	auth := http.Header{"Authorization": {"Bearer tok"}}
 	for range 4 {
 		if r := get(t, c, gw.URL+"/x"); r.Code != 200 {
 			t.Fatalf("%d", r.Code)
@@ -397,7 +398,7 @@ routes:
 	}
 
 	t.Run("status", func(t *testing.T) {
-		r := get(t, c, admin.URL+"/status")
+		r := do(t, c, "GET", admin.URL+"/status", auth, nil)
 		if r.Code != 200 || r.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("%d %v", r.Code, r.Header)
 		}
@@ -418,7 +419,7 @@ routes:
 		}
 	})
 	t.Run("metrics", func(t *testing.T) {
-		r := get(t, c, admin.URL+"/metrics")
+		r := do(t, c, "GET", admin.URL+"/metrics", auth, nil)
 		for _, want := range []string{
 			`sluice_requests_total{code="200",outcome="ok",route="api"} 4`,
 			`sluice_request_duration_seconds_count{route="api"} 4`,
@@ -462,7 +463,7 @@ routes:
 		if gw.Status().Version != 2 {
 			t.Errorf("version %d after one reload", gw.Status().Version)
 		}
-		if r := get(t, c, admin.URL+"/metrics"); !strings.Contains(r.Body, `sluice_config_reloads_total{result="ok"} 1`) {
+		if r := do(t, c, "GET", admin.URL+"/metrics", auth, nil); !strings.Contains(r.Body, `sluice_config_reloads_total{result="ok"} 1`) {
 			t.Errorf("metrics lack the reload:\n%s", grepLines(r.Body, "reload"))
 		}
 	})

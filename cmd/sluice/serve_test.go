@@ -258,14 +258,18 @@ func TestServeProcess(t *testing.T) {
 	if code, _ := call(t, c, "GET", gw+"/b/x", ""); code != 404 {
 		t.Fatalf("unrouted request: %d", code)
 	}
-	if code, body := call(t, c, "GET", admin+"/metrics", ""); code != 200 ||
+	if code, body := call(t, c, "GET", admin+"/metrics", "tok"); code != 200 ||
 		!strings.Contains(body, `sluice_requests_total{code="200",outcome="ok",route="a"} 1`) || !strings.Contains(body, "go_goroutines") {
 		t.Errorf("/metrics: %d\n%s", code, body)
 	}
-	for _, ep := range []string{"/healthz", "/readyz", "/status"} {
-		if code, _ := call(t, c, "GET", admin+ep, ""); code != 200 {
+	// The probes need no token; everything else does.
+	for ep, token := range map[string]string{"/healthz": "", "/readyz": "", "/status": "tok"} {
+		if code, _ := call(t, c, "GET", admin+ep, token); code != 200 {
 			t.Errorf("%s: %d", ep, code)
 		}
+	}
+	if code, _ := call(t, c, "GET", admin+"/status", ""); code != 401 {
+		t.Errorf("/status without the token: %d, want 401", code)
 	}
 
 	// POST /reload needs the token.
