@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/chaosproxy"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
@@ -97,27 +98,12 @@ func testRedisChaos(t *testing.T, engine, mode string, fault chaosFault, request
 	}
 	t.Cleanup(func() { proxy.Close() })
 	up := startUpstream(t, "up", nil)
-	config := func(redisAddr, onError string, timeout time.Duration) string {
-		return fmt.Sprintf(`
-server: {engine: %s}
-store:
-  kind: redis
-  redis: {addrs: ["%s"], on_error: %s, timeout: %s, prefix: chaos}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - name: rl
-    upstream: up
-    policies:
-      rate_limit: {algorithm: gcra, limit: %d, period: %s, key: "header:X-Client"}
-`, engine, redisAddr, onError, timeout, up.URL, chaosLimit, redisPeriod)
-	}
 	// The gateway under test talks to Redis through the proxy, on the real
 	// clock: Redis's timeout and the circuit around it run on it. The
 	// control gateway talks to Redis directly and fails closed: its
 	// admissions come from Redis alone.
-	gw := startGatewayClock(t, parseConfig(t, config(proxy.Addr(), mode, chaosTimeout)), nil)
-	ctl := startGatewayClock(t, parseConfig(t, config(srv.Addr, "closed", 10*time.Second)), nil)
+	gw := startGatewayClock(t, chaosConfig(t, engine, proxy.Addr(), mode, chaosTimeout, up), nil)
+	ctl := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, "closed", 10*time.Second, up), nil)
 	c := newClient(t)
 
 	// Redis decides: the limit, then 429 until Redis's far-off refill.
@@ -175,6 +161,54 @@ routes:
 	if r.Code != 429 || retryAfter(r) < 1000 {
 		t.Errorf("control gateway after recovery: %d, Retry-After %q; want 429 from Redis", r.Code, r.Header.Get("Retry-After"))
 	}
+}
+
+// TestRedisDownAtStart starts the gateway while redis-server is down: it
+// serves all the same, answering as on_error says, and Redis decides once
+// it is up, on both engines.
+func TestRedisDownAtStart(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, mode := range []string{"open", "closed", "local"} {
+			t.Run(mode, func(t *testing.T) {
+				srv := redistest.StartServer(t)
+				srv.Stop()
+				up := startUpstream(t, "up", nil)
+				gw := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, mode, chaosTimeout, up), nil)
+				c := newClient(t)
+				for i := range chaosLimit + 1 {
+					r := do(t, c, http.MethodGet, gw.URL+"/", http.Header{"X-Client": {"down"}}, nil)
+					if want := degradedAnswer(mode, i); !want.matches(r) {
+						t.Errorf("request %d with Redis down: %d, Retry-After %q; want %s",
+							i, r.Code, r.Header.Get("Retry-After"), want)
+					}
+				}
+				srv.Restart()
+				ctl := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, "closed", 10*time.Second, up), nil)
+				recoverRedis(t, c, gw, ctl, mode)
+				expectRedisLimit(t, c, gw, "after")
+			})
+		}
+	})
+}
+
+// chaosConfig is the configuration of the chaos tests' gateways: a route
+// to up limited to chaosLimit requests per client (X-Client) by GCRA on
+// the Redis at redisAddr.
+func chaosConfig(t *testing.T, engine, redisAddr, onError string, timeout time.Duration, up *upstream) *config.Config {
+	t.Helper()
+	return parseConfig(t, `
+server: {engine: %s}
+store:
+  kind: redis
+  redis: {addrs: ["%s"], on_error: %s, timeout: %s, prefix: chaos}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: rl
+    upstream: up
+    policies:
+      rate_limit: {algorithm: gcra, limit: %d, period: %s, key: "header:X-Client"}
+`, engine, redisAddr, onError, timeout, up.URL, chaosLimit, redisPeriod)
 }
 
 // expectRedisLimit checks that Redis decides for client on gw: chaosLimit
