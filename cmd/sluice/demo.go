@@ -46,6 +46,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	duration := fs.Duration("duration", 12*time.Second, "how long the load runs")
 	rate := fs.Int("rate", 200, "requests per second sent by the well-behaved clients")
+	outage := fs.Duration("outage", 0, "how long the upstream's outage lasts, from a third of the duration (0: a sixth of the duration)")
 	printConfig := fs.Bool("print-config", false, "print the gateway configuration the demo uses and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -54,7 +55,10 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, demoConfig)
 		return 0
 	}
-	up, err := startFragileUpstream(*duration)
+	if *outage <= 0 {
+		*outage = *duration / 6
+	}
+	up, err := startFragileUpstream(*duration/3, *outage)
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 1
@@ -100,19 +104,21 @@ Policies on the route: rate limit 40/s per API key (burst 10), retry once on 502
 
 // fragileUpstream is the demo's downstream: 8 workers, each call ~40 ms
 // plus its wait for a worker, and an outage window in which 90% of calls
-// fail.
+// fail: every call but each tenth.
 type fragileUpstream struct {
 	addr                   string
 	srv                    *http.Server
 	outageStart, outageEnd time.Duration
 }
 
-func startFragileUpstream(run time.Duration) (*fragileUpstream, error) {
+// startFragileUpstream starts the upstream with an outage of length
+// outage from start, both measured from now.
+func startFragileUpstream(start, outage time.Duration) (*fragileUpstream, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	u := &fragileUpstream{addr: ln.Addr().String(), outageStart: run / 3, outageEnd: run / 2}
+	u := &fragileUpstream{addr: ln.Addr().String(), outageStart: start, outageEnd: start + outage}
 	workers := make(chan struct{}, 8)
 	begin := time.Now()
 	var calls atomic.Int64

@@ -5,7 +5,9 @@
 //
 // When redis-server is not on PATH the test is skipped, unless the
 // environment has SLUICE_REQUIRE_REDIS=1, in which case it fails: CI sets
-// it so that a missing server cannot pass for a green run.
+// it so that a missing server cannot pass for a green run. Any other
+// error (a server that exits at once, or never answers) fails the test:
+// only a missing binary skips.
 //
 // Servers keep no data on disk (no RDB, no AOF) and write their log to the
 // test's temporary directory; the log is printed when a server does not come
@@ -353,11 +355,20 @@ func readReply(r *bufio.Reader) (any, error) {
 // binary returns the path of redis-server, or skips (or fails) the test.
 func binary(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return findBinary(t, exec.LookPath, os.Getenv(RequireEnv) == "1")
+}
+
+// findBinary returns the path of redis-server as lookPath finds it. When it
+// is absent the test is skipped, or fails if require is set. This is the
+// only skip of the package: once the binary is found, any error starting a
+// server fails the test.
+func findBinary(t testing.TB, lookPath func(string) (string, error), require bool) string {
+	t.Helper()
+	bin, err := lookPath("redis-server")
 	if err == nil {
 		return bin
 	}
-	if os.Getenv(RequireEnv) == "1" {
+	if require {
 		t.Fatalf("redistest: redis-server not found and %s=1: %v", RequireEnv, err)
 	}
 	t.Skipf("redistest: redis-server not found (set %s=1 to fail instead): %v", RequireEnv, err)

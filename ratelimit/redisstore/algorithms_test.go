@@ -58,7 +58,7 @@ func (s span) has(d time.Duration) bool { return s.lo <= d && d <= s.hi }
 func TestDecisions(t *testing.T) {
 	addr := redistest.Start(t)
 	c := newClient(t, addr)
-	s, err := New(c, Options{})
+	s, err := New(c, live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestDecisions(t *testing.T) {
 // quota: the sliding log's set and the counters are unchanged by it.
 func TestRejectedRequestsAreNotRecorded(t *testing.T) {
 	addr := redistest.Start(t)
-	s := newStore(t, Options{}, addr)
+	s := newStore(t, live, addr)
 	for _, a := range allAlgorithms {
 		t.Run(string(a.alg), func(t *testing.T) {
 			l := ratelimit.Limit{Algorithm: a.alg, Limit: 2, Period: time.Hour}
@@ -160,7 +160,7 @@ func TestRejectedRequestsAreNotRecorded(t *testing.T) {
 
 func TestSlidingLogCountsEveryEvent(t *testing.T) {
 	addr := redistest.Start(t)
-	s := newStore(t, Options{}, addr)
+	s := newStore(t, live, addr)
 	l := ratelimit.Limit{Algorithm: ratelimit.SlidingLog, Limit: 10, Period: time.Hour}
 	allow(t, s, "log", l, 3) // three events in one call, one microsecond
 	allow(t, s, "log", l, 1)
@@ -174,7 +174,7 @@ func TestSlidingLogCountsEveryEvent(t *testing.T) {
 func TestBucketsKeepFractions(t *testing.T) {
 	addr := redistest.Start(t)
 	c := newClient(t, addr)
-	s, err := New(c, Options{})
+	s, err := New(c, live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestBucketsKeepFractions(t *testing.T) {
 // in-memory store (whose clock stands still) and compares the decisions.
 func TestSameAsMemory(t *testing.T) {
 	addr := redistest.Start(t)
-	s := newStore(t, Options{}, addr)
+	s := newStore(t, live, addr)
 	mem := ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: clock.NewFake(time.Time{})})
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, a := range allAlgorithms {
@@ -231,7 +231,7 @@ func TestSameAsMemory(t *testing.T) {
 
 func TestInvalidRequests(t *testing.T) {
 	addr := redistest.Start(t)
-	s := newStore(t, Options{}, addr)
+	s := newStore(t, live, addr)
 	ok := ratelimit.Limit{Algorithm: ratelimit.GCRA, Limit: 1, Period: time.Second}
 	tests := []struct {
 		name string
@@ -290,7 +290,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 func TestSlidingWindowWeighsThePreviousWindow(t *testing.T) {
 	addr := redistest.Start(t)
 	c := newClient(t, addr)
-	s, err := New(c, Options{})
+	s, err := New(c, live)
 	if err != nil {
 		t.Fatal(err)
 	}

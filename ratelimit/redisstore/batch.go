@@ -298,7 +298,14 @@ func (s *Store) send(parent context.Context, sc *script, g group, b *batch) erro
 		b.keys[0] = "{" + s.prefix + ":" + g.key + "}:" + sc.suffix
 		b.key, b.sfx = g.key, sc.suffix
 	}
-	vals, err := sc.lua.Exec(ctx, s.client, b.keys[:], b.args).ToArray()
+	client := s.client
+	if client == nil {
+		var err error
+		if client, err = s.conn.get(); err != nil {
+			return fmt.Errorf("redisstore: %w", err)
+		}
+	}
+	vals, err := sc.lua.Exec(ctx, client, b.keys[:], b.args).ToArray()
 	if err != nil && (errors.Is(context.Cause(ctx), errTimeout) || errors.Is(err, context.DeadlineExceeded) && !ended(parent)) {
 		err = errTimeout
 	}

@@ -18,7 +18,7 @@ func TestCluster(t *testing.T) {
 	for i, n := range nodes {
 		addrs[i] = n.Addr
 	}
-	s := newStore(t, Options{}, addrs...)
+	s := newStore(t, live, addrs...)
 	const keys = 30
 	for _, a := range allAlgorithms {
 		l := ratelimit.Limit{Algorithm: a.alg, Limit: 2, Period: time.Hour}

@@ -78,7 +78,10 @@
 // 0.1–0.2µs per decision instead of a timeout. After Options.OpenDuration one
 // call probes Redis; if it is answered the circuit closes and Redis decides
 // again. A call that ran out may still have been applied by Redis: a timeout
-// is no proof that a script did not run.
+// is no proof that a script did not run. A Store that Dial or DialClient
+// returned while Redis could not be reached starts in such an outage and
+// connects by itself once Redis answers, so a gateway replica can start
+// during a Redis outage.
 //
 // # Client
 //

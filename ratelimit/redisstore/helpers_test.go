@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -25,6 +26,11 @@ var allAlgorithms = []struct {
 	{ratelimit.SlidingLog, "log"},
 	{ratelimit.SlidingWindow, "sw"},
 }
+
+// live is the Options of a test in which Redis must decide every call, on
+// the real clock: with the default Timeout (50ms) a loaded machine can make
+// a call run out, and the call is then decided as OnError says instead.
+var live = Options{Timeout: 10 * time.Second}
 
 // newClient returns a rueidis client for addrs, closed when the test ends.
 func newClient(t testing.TB, addrs ...string) rueidis.Client {

@@ -118,8 +118,9 @@ type Options struct {
 // next call (group commit, see the package documentation); calls for
 // different keys are pipelined on one connection by rueidis.
 type Store struct {
-	client    rueidis.Client
-	owned     bool // Close closes client
+	client    rueidis.Client // nil when conn makes it
+	conn      *connector     // set when DialClient returned before Redis could be reached
+	owned     bool           // Close closes client (or conn's)
 	scripts   *scripts
 	clock     clock.Clock
 	realClock bool // clock is clock.Real: Timeout can be a context deadline
@@ -151,6 +152,12 @@ func New(client rueidis.Client, opts Options) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
 	}
+	return build(client, opts)
+}
+
+// build is New for a client that may be nil (made later by a
+// connector).
+func build(client rueidis.Client, opts Options) (*Store, error) {
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("%w: Timeout is %v, want 0 or more", ErrInvalidOptions, opts.Timeout)
 	}
@@ -206,8 +213,17 @@ func New(client rueidis.Client, opts Options) (*Store, error) {
 
 // Dial connects to Redis at addrs ("host:port"; one address of a standalone
 // server, or any of a Cluster's nodes, which is detected) and returns a
-// Store that owns the connection: Close closes it. It fails if no address
-// answers. For a password, TLS or Sentinel use DialClient.
+// Store that owns the connection: Close closes it. For a password, TLS or
+// Sentinel use DialClient.
+//
+// A Redis that cannot be reached (the connection is refused, reset, or
+// not set up within the dial timeout of rueidis, 5s by default) is an
+// outage like any other: the Store is returned all the same and decides
+// as Options.OnError says, each call failing at once, until it connects.
+// Calls that find it unconnected start a connection attempt in the
+// background, one at a time: with the circuit open, one per
+// Options.OpenDuration. Dial fails for unusable options, and when Redis
+// answers but refuses the connection (a wrong password, for example).
 func Dial(addrs []string, opts Options) (*Store, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: no Redis address", ErrInvalidOptions)
@@ -217,26 +233,37 @@ func Dial(addrs []string, opts Options) (*Store, error) {
 
 // DialClient makes a rueidis client from co (client-side caching is turned
 // off: the store does not use it) and returns a Store that owns it, as Dial
-// does.
+// does, connecting later when Redis cannot be reached yet.
 func DialClient(co rueidis.ClientOption, opts Options) (*Store, error) {
 	co.DisableCache = true
 	client, err := rueidis.NewClient(co)
+	var conn *connector
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: connecting to %v: %w", co.InitAddress, err)
+		if !unreachable(err) {
+			return nil, fmt.Errorf("redisstore: connecting to %v: %w", co.InitAddress, err)
+		}
+		conn = &connector{co: co, lastErr: err}
 	}
-	s, err := New(client, opts)
+	s, err := build(client, opts)
 	if err != nil {
-		client.Close()
+		if client != nil {
+			client.Close()
+		}
 		return nil, err
 	}
-	s.owned = true
+	s.owned, s.conn = true, conn
 	return s, nil
 }
 
-// Close closes the Redis connection if Dial or DialClient made it, and does nothing
-// otherwise. AllowN must not be called after Close.
+// Close closes the Redis connection if Dial or DialClient made it (or
+// makes it later), and does nothing otherwise. AllowN must not be called
+// after Close.
 func (s *Store) Close() {
-	if s.owned {
+	switch {
+	case !s.owned:
+	case s.conn != nil:
+		s.conn.close()
+	default:
 		s.client.Close()
 	}
 }
