@@ -57,10 +57,8 @@ routes:
 	}
 
 	t.Run("no Redis connection", func(t *testing.T) {
+		// Check never dials the store (New would, and start degraded).
 		cfg := parseConfig(t, "store: {kind: redis, redis: {addrs: [\"127.0.0.1:1\"]}}\n"+text)
-		if _, err := gateway.New(cfg, gateway.Options{Logger: log}); err == nil {
-			t.Fatal("New connected to a Redis on a closed port")
-		}
 		if err := gateway.Check(cfg); err != nil {
 			t.Errorf("Check: %v", err)
 		}
