@@ -10,6 +10,8 @@ const (
 	// DefaultSentinelAddr is the default of store.redis.addrs when
 	// store.redis.sentinel is set.
 	DefaultSentinelAddr = "127.0.0.1:26379"
+	// DefaultStoreMaxKeys is the default of store.max_keys.
+	DefaultStoreMaxKeys = 1 << 20
 )
 
 func (c *Config) applyDefaults() {
@@ -31,6 +33,7 @@ func (c *Config) applyDefaults() {
 	def(&c.Listen, DefaultListen)
 	def(&c.Admin.Listen, DefaultAdminListen)
 	def(&c.Store.Kind, "memory")
+	defInt(&c.Store.MaxKeys, DefaultStoreMaxKeys)
 	if len(c.Store.Redis.Addrs) == 0 {
 		c.Store.Redis.Addrs = []string{DefaultRedisAddr}
 		if c.Store.Redis.Sentinel != "" {

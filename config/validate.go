@@ -84,6 +84,9 @@ func (v *validator) config(c *Config) {
 	}
 	v.oneOf("store.kind", c.Store.Kind, []string{"memory", "redis"})
 	v.oneOf("store.redis.on_error", c.Store.Redis.OnError, []string{"open", "closed", "local"})
+	if c.Store.MaxKeys < 1 {
+		v.at("store.max_keys", "want at least 1, got %d", c.Store.MaxKeys)
+	}
 	for i, a := range c.Store.Redis.Addrs {
 		v.hostPort(fmt.Sprintf("store.redis.addrs[%d]", i), a)
 	}
