@@ -72,11 +72,24 @@ func (a *Admission) End(ctx context.Context, err error) {
 }
 
 // acquire takes a permit from each admitter of g in order into permits and
-// returns how many it took. When one refuses it releases the others as
-// Dropped and returns the refusal.
+// returns how many it took; see acquireAll.
 func (g *Guard) acquire(ctx context.Context, permits *[maxInline]Permit) (int, error) {
-	for i, a := range g.admitters {
+	return acquireAll(ctx, g.admitters, permits)
+}
+
+// acquireAll takes a permit from each of admitters (at most maxInline) in
+// order into permits and returns how many it took. When a permit was
+// granted after a wait, the earlier admitters are re-checked (see
+// Rechecker). When one refuses it releases the others as Dropped and
+// returns the refusal.
+func acquireAll(ctx context.Context, admitters []Admitter, permits *[maxInline]Permit) (int, error) {
+	for i, a := range admitters {
 		p, err := a.Acquire(ctx)
+		if err == nil && p.waited {
+			if err = recheck(ctx, admitters[:i], permits); err != nil {
+				p.Done(Outcome{Class: Dropped, Err: err})
+			}
+		}
 		if err != nil {
 			dropped := Outcome{Class: Dropped, Err: err}
 			for j := i - 1; j >= 0; j-- {
@@ -86,5 +99,26 @@ func (g *Guard) acquire(ctx context.Context, permits *[maxInline]Permit) (int, e
 		}
 		permits[i] = p
 	}
-	return len(g.admitters), nil
+	return len(admitters), nil
+}
+
+// recheck asks each of admitters that is a Rechecker, outermost first,
+// whether the permit it granted still stands, and acquires a new one from
+// those whose permit does not. It returns the first refusal; the permit it
+// replaced is then released and zeroed, the others are left to the caller.
+func recheck(ctx context.Context, admitters []Admitter, permits *[maxInline]Permit) error {
+	for j, a := range admitters {
+		rc, ok := a.(Rechecker)
+		if !ok || rc.Stands(permits[j].token) {
+			continue
+		}
+		permits[j].Done(Outcome{Class: Dropped})
+		p, err := a.Acquire(ctx)
+		if err != nil {
+			permits[j] = Permit{}
+			return err
+		}
+		permits[j] = p
+	}
+	return nil
 }

@@ -22,7 +22,10 @@
 //	rate limit → coalesce → fallback → retry → circuit breaker → concurrency limit → timeout → call
 //
 // so that cheap rejections come first, every retry passes the breaker and the
-// concurrency limit again, and the timeout bounds one attempt.
+// concurrency limit again, and the timeout bounds one attempt. A call that
+// waited in a concurrency limit's queue passes the breaker before it again
+// once it gets its slot (see Rechecker), so that calls queued while the
+// breaker opened do not reach what it protects.
 //
 // A call ends with an Outcome: its error, its latency and a Class decided by
 // the Guard's Classifier. Only calls that really ran (Success or Failure)

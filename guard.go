@@ -20,6 +20,7 @@ const maxInline = 8
 // state (breaker windows, buckets, limits).
 type Guard struct {
 	stages    []Policy
+	asAdmit   []Admitter // each stage as an Admitter, or nil if it is not one
 	admitters []Admitter // the stages, when every stage is an Admitter; else nil
 	untimed   bool       // every admitter ignores latency: Do need not time calls
 	classify  Classifier
@@ -37,14 +38,14 @@ func New(policies ...Policy) *Guard {
 			g.stages = append(g.stages, p)
 		}
 	}
-	g.admitters = make([]Admitter, 0, len(g.stages))
-	for _, p := range g.stages {
-		a, ok := p.(Admitter)
-		if !ok {
+	g.asAdmit = make([]Admitter, len(g.stages))
+	g.admitters = g.asAdmit
+	for i, p := range g.stages {
+		if a, ok := p.(Admitter); ok {
+			g.asAdmit[i] = a
+		} else {
 			g.admitters = nil
-			break
 		}
-		g.admitters = append(g.admitters, a)
 	}
 	g.untimed = g.admitters != nil
 	for _, a := range g.admitters {
@@ -123,16 +124,40 @@ func (g *Guard) outcome(ctx context.Context, start int64, err error) Outcome {
 }
 
 // run runs stage i and everything inside it; each stage receives the rest
-// of the chain as a Call.
+// of the chain as a Call. A run of consecutive admission policies (up to
+// maxInline) is admitted as one, as Do admits a guard of them, so that a
+// permit granted after a wait re-checks the policies before it.
 func (g *Guard) run(ctx context.Context, i int, inner Call) Result {
 	if i == len(g.stages) {
 		return inner(ctx)
 	}
-	rest := func(ctx context.Context) Result { return g.run(ctx, i+1, inner) }
-	if a, ok := g.stages[i].(Admitter); ok {
-		return RunAdmitted(ctx, a, rest)
+	if g.asAdmit[i] == nil {
+		return g.stages[i].Run(ctx, func(ctx context.Context) Result { return g.run(ctx, i+1, inner) })
 	}
-	return g.stages[i].Run(ctx, rest)
+	k := i + 1
+	for k < len(g.stages) && k-i < maxInline && g.asAdmit[k] != nil {
+		k++
+	}
+	var permits [maxInline]Permit
+	n, err := acquireAll(ctx, g.asAdmit[i:k], &permits)
+	if err != nil {
+		return Result{Outcome: Outcome{Class: Dropped, Err: err}}
+	}
+	done := false
+	defer func() {
+		if !done {
+			o := Outcome{Class: Failure, Err: errPanicked}
+			for j := n - 1; j >= 0; j-- {
+				permits[j].Done(o)
+			}
+		}
+	}()
+	r := g.run(ctx, k, inner)
+	done = true
+	for j := n - 1; j >= 0; j-- {
+		permits[j].Done(r.Outcome)
+	}
+	return r
 }
 
 // doAdmitted is Do for a guard made only of admission policies: permits live

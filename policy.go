@@ -46,18 +46,44 @@ type Releaser interface {
 	Release(token uint64, o Outcome)
 }
 
+// Rechecker is implemented by admission policies whose decision can go
+// stale while the call waits for a later policy's permit: a circuit breaker
+// that opens while the call waits in a concurrency limit's queue. When a
+// policy of a Guard grants a permit after a wait (Permit.Waited), the Guard
+// asks each Rechecker before it, in the same run of consecutive admission
+// policies, whether the permit it granted with token still stands; if not,
+// the Guard releases that permit as Dropped and acquires a new one, and a
+// refusal rejects the call (its slot in the later policy is released as
+// Dropped). So a call that waited passes the breaker again once it gets its
+// slot.
+type Rechecker interface {
+	Stands(token uint64) bool
+}
+
 // Permit is the right to run one call, granted by an Admitter. The zero Permit
 // is valid and its Done does nothing. A Permit is a small value: passing it
 // around does not allocate.
 type Permit struct {
-	r     Releaser
-	token uint64
+	r      Releaser
+	token  uint64
+	waited bool
 }
 
 // NewPermit returns a Permit whose Done calls r.Release(token, outcome). A nil
 // r gives a Permit whose Done does nothing. token is for the policy's own use,
 // for example the generation of a circuit breaker's state.
 func NewPermit(r Releaser, token uint64) Permit { return Permit{r: r, token: token} }
+
+// AfterWait returns p marked as granted after the call waited for it, in a
+// queue: policies that queue mark the permits they grant after a wait, so
+// that a Guard re-checks the policies before them (see Rechecker).
+func (p Permit) AfterWait() Permit {
+	p.waited = true
+	return p
+}
+
+// Waited reports whether p was granted after a wait (see AfterWait).
+func (p Permit) Waited() bool { return p.waited }
 
 // Done reports how the admitted call ended. Call it exactly once per Permit.
 // A call that never ran (a later policy rejected it) must still be reported,

@@ -114,9 +114,10 @@ type Breaker struct {
 type event struct{ from, to State }
 
 var (
-	_ sluice.Admitter = (*Breaker)(nil)
-	_ sluice.Releaser = (*Breaker)(nil)
-	_ sluice.Policy   = (*Breaker)(nil)
+	_ sluice.Admitter  = (*Breaker)(nil)
+	_ sluice.Releaser  = (*Breaker)(nil)
+	_ sluice.Policy    = (*Breaker)(nil)
+	_ sluice.Rechecker = (*Breaker)(nil)
 )
 
 // New returns a closed Breaker configured by opts, or an error wrapping
@@ -215,6 +216,13 @@ func (b *Breaker) refreshLocked() (w uint64, left int64) {
 	}
 	return b.setLocked(HalfOpen), 0
 }
+
+// Stands reports whether a permit granted under token still stands: the
+// breaker has not changed state since. It implements sluice.Rechecker, so
+// that a Guard passes a call through the breaker again when the call had to
+// wait for a later policy's permit (a queued concurrency limit) and the
+// breaker opened, or changed state otherwise, meanwhile.
+func (b *Breaker) Stands(token uint64) bool { return b.state.Load() == token }
 
 // Release records how a call admitted under token ended. It implements
 // sluice.Releaser; use Permit.Done rather than calling it directly.

@@ -110,7 +110,9 @@ func NewBulkhead(opts BulkheadOptions) (*Bulkhead, error) {
 // must not be modified. When ctx ends the wait it returns ctx's error wrapped
 // (errors.Is(err, context.Canceled) or context.DeadlineExceeded holds), not a
 // rejection: the caller gave up, the bulkhead did not refuse. ctx is not
-// consulted when a slot is free.
+// consulted when a slot is free. A permit granted after a wait in the queue
+// is marked so (sluice.Permit.Waited): a Guard then checks its earlier
+// policies, a circuit breaker say, again.
 func (b *Bulkhead) Acquire(ctx context.Context) (sluice.Permit, error) {
 	for {
 		s := b.state.Load()
@@ -158,7 +160,7 @@ func (b *Bulkhead) wait(ctx context.Context) (sluice.Permit, error) {
 	if err := await(ctx, b, w, b.clock, b.maxWait, b.label, b.rejection); err != nil {
 		return sluice.Permit{}, err
 	}
-	return sluice.NewPermit(b, 0), nil
+	return sluice.NewPermit(b, 0).AfterWait(), nil
 }
 
 // Release frees the slot of a permit, handing it to the first waiter if

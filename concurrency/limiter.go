@@ -235,7 +235,9 @@ func NewLimiter(opts LimiterOptions) (*Limiter, error) {
 // rejects it with a *sluice.Rejection (Reason Overloaded); the same
 // rejection value is returned every time and must not be modified. If ctx
 // ends the wait, Acquire returns ctx's error wrapped. ctx is not consulted
-// for cancellation when the call may start at once.
+// for cancellation when the call may start at once. A permit granted after
+// a wait in the queue is marked so (sluice.Permit.Waited): a Guard then
+// checks its earlier policies, a circuit breaker say, again.
 func (l *Limiter) Acquire(ctx context.Context) (sluice.Permit, error) {
 	if l.nclass > 1 {
 		return l.acquireClass(ctx, l.classOf(PriorityFrom(ctx)))

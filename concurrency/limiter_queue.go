@@ -17,7 +17,8 @@ import (
 // while slots are free is held back by calls in flight, whose releases
 // dispatch again.
 
-// wait is the slow path of Acquire for a limiter with a queue.
+// wait is the slow path of Acquire for a limiter with a queue. A permit
+// granted after a wait in the queue is marked so (sluice.Permit.AfterWait).
 func (l *Limiter) wait(ctx context.Context, c int) (sluice.Permit, error) {
 	l.mu.Lock()
 	l.dispatch() // apply a limit that rose before judging the arrival
@@ -50,7 +51,7 @@ func (l *Limiter) wait(ctx context.Context, c int) (sluice.Permit, error) {
 	if err := await(ctx, l, w, l.clock, l.maxWait, l.label, l.rejection); err != nil {
 		return sluice.Permit{}, err
 	}
-	return sluice.NewPermit(l, w.token), nil
+	return sluice.NewPermit(l, w.token).AfterWait(), nil
 }
 
 // releaseLocked frees a slot of class c under l.mu and hands free slots to

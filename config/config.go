@@ -67,6 +67,11 @@ type Store struct {
 	// Kind is "memory" (default: each replica limits on its own) or "redis"
 	// (replicas share exact limits).
 	Kind string `yaml:"kind"`
+	// MaxKeys caps how many keys the in-memory store holds (the memory
+	// store, and the local fallback of a Redis store): when full it evicts
+	// idle keys first, then the least recently used, and never refuses a
+	// new client. Default 1048576.
+	MaxKeys int `yaml:"max_keys"`
 	// Redis is used when Kind is "redis".
 	Redis Redis `yaml:"redis"`
 }

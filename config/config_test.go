@@ -43,6 +43,7 @@ routes:
 		{"listen", c.Listen, "127.0.0.1:8080"},
 		{"admin", c.Admin.Listen, "127.0.0.1:9901"},
 		{"store", c.Store.Kind, "memory"},
+		{"store max keys", c.Store.MaxKeys, 1 << 20},
 		{"balance", c.Upstreams["a"].Balance, "round_robin"},
 		{"idle timeout", c.Upstreams["a"].IdleTimeout.D(), 4 * time.Second},
 		{"prefix", c.Routes[0].Match.PathPrefix, "/"},
@@ -111,7 +112,8 @@ routes:
 }
 
 func TestValidationErrors(t *testing.T) {
-	src := `upstreams:
+	src := `store: {max_keys: -1}
+upstreams:
   a:
     targets: ["ftp://x"]
     balance: random
@@ -128,15 +130,16 @@ routes:
 	_, err := config.Parse("bad.yaml", []byte(src))
 	got := err.Error()
 	for _, w := range []string{
-		`bad.yaml:3:15: upstreams.a.targets[0]: want an http:// or https:// URL, got "ftp://x"`,
-		`bad.yaml:4:14: upstreams.a.balance: "random" is not one of round_robin, least_inflight, p2c`,
-		`bad.yaml:7:15: routes[0].upstream: no upstream named "b"`,
-		`bad.yaml:9:41: routes[0].policies.rate_limit.algorithm: "magic" is not one of`,
-		`bad.yaml:9:27: routes[0].policies.rate_limit.limit: want a limit above 0`,
-		`bad.yaml:10:20: routes[0].policies.concurrency: give either max`,
-		`bad.yaml:11:11: routes[1].name: route name "r" is used twice`,
-		`bad.yaml:13:31: routes[1].policies.coalesce_vary: needs coalesce: true`,
-		`bad.yaml:13:42: routes[1].policies.coalesce_vary[1]: want a header name, got "X Tenant"`,
+		`bad.yaml:1:19: store.max_keys: want at least 1, got -1`,
+		`bad.yaml:4:15: upstreams.a.targets[0]: want an http:// or https:// URL, got "ftp://x"`,
+		`bad.yaml:5:14: upstreams.a.balance: "random" is not one of round_robin, least_inflight, p2c`,
+		`bad.yaml:8:15: routes[0].upstream: no upstream named "b"`,
+		`bad.yaml:10:41: routes[0].policies.rate_limit.algorithm: "magic" is not one of`,
+		`bad.yaml:10:27: routes[0].policies.rate_limit.limit: want a limit above 0`,
+		`bad.yaml:11:20: routes[0].policies.concurrency: give either max`,
+		`bad.yaml:12:11: routes[1].name: route name "r" is used twice`,
+		`bad.yaml:14:31: routes[1].policies.coalesce_vary: needs coalesce: true`,
+		`bad.yaml:14:42: routes[1].policies.coalesce_vary[1]: want a header name, got "X Tenant"`,
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in:\n%s", w, got)

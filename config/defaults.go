@@ -14,6 +14,8 @@ const (
 	// DefaultSentinelAddr is the default of store.redis.addrs when
 	// store.redis.sentinel is set.
 	DefaultSentinelAddr = "127.0.0.1:26379"
+	// DefaultStoreMaxKeys is the default of store.max_keys.
+	DefaultStoreMaxKeys = 1 << 20
 )
 
 // defaults fills in the fields the file does not give. A field is given when
@@ -52,6 +54,7 @@ func (d defaults) config(c *Config) {
 	d.str("listen", &c.Listen, DefaultListen)
 	d.str("admin.listen", &c.Admin.Listen, DefaultAdminListen)
 	d.str("store.kind", &c.Store.Kind, "memory")
+	d.int("store.max_keys", &c.Store.MaxKeys, DefaultStoreMaxKeys)
 	if !d.given["store.redis.addrs"] {
 		c.Store.Redis.Addrs = []string{DefaultRedisAddr}
 		if c.Store.Redis.Sentinel != "" {

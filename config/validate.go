@@ -134,6 +134,9 @@ func (v *validator) config(c *Config) {
 	v.admin(&c.Admin)
 	v.oneOf("store.kind", c.Store.Kind, []string{"memory", "redis"})
 	v.oneOf("store.redis.on_error", c.Store.Redis.OnError, []string{"open", "closed", "local"})
+	if c.Store.MaxKeys < 1 {
+		v.at("store.max_keys", "want at least 1, got %d", c.Store.MaxKeys)
+	}
 	if len(c.Store.Redis.Addrs) == 0 {
 		v.at("store.redis.addrs", "want at least one host:port")
 	}

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/netip"
 	"time"
 
@@ -47,8 +46,8 @@ func (l *rateLimit) allow(key string, rt *route, dst []byte) (bool, time.Duratio
 	d, err := l.limiter.Allow(context.Background(), key, 1)
 	if err != nil {
 		// The store failed (a Redis store applies its own on_error choice
-		// first; this is what is left) or is full: never over-admit.
-		if errors.Is(err, ratelimit.ErrFull) || l.onError == "closed" {
+		// first; this is what is left).
+		if l.onError == "closed" {
 			return false, time.Second, dst
 		}
 		return true, 0, dst

@@ -20,8 +20,10 @@ const sentinelRefresh = 5 * time.Second
 // or Redis (a server, a Cluster, or the master of a Sentinel set) with the
 // operator's choice of what to do while Redis cannot answer (open: admit;
 // closed: reject; local: apply the same limits in this process's memory).
+// The memory store holds at most store.max_keys keys and counts what it
+// evicts in the gateway's metrics.
 func newStore(c config.Store, g *Gateway) (*store, error) {
-	mem := ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: g.clock})
+	mem := ratelimit.NewMemory(ratelimit.MemoryOptions{Clock: g.clock, MaxKeys: c.MaxKeys, Evictions: g.metrics.StoreEvictions()})
 	if c.Kind == "memory" {
 		return &store{Store: mem}, nil
 	}

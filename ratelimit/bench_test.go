@@ -82,6 +82,57 @@ func BenchmarkLimiterAcquire(b *testing.B) {
 	})
 }
 
+// BenchmarkMemoryAllowN is Memory.AllowN on one key on the real clock, in
+// parallel: "admit" never runs out; "reject" is exhausted.
+func BenchmarkMemoryAllowN(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		l    Limit
+	}{
+		{"admit", Limit{Limit: 1 << 40, Period: time.Second}},
+		{"reject", Limit{Limit: 1, Period: time.Hour}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := NewMemory(MemoryOptions{})
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := m.AllowN(ctx, "client", tc.l, 1); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkMemoryFlood is a full Memory store of 4096 busy keys asked for a
+// new key on every call, so that every call evicts one; it reports the
+// evictions per call. The one allocation is the new key's copy.
+func BenchmarkMemoryFlood(b *testing.B) {
+	const maxKeys, numKeys = 4096, 1 << 18
+	keys := make([]string, numKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprint("flood:", i)
+	}
+	l := Limit{Limit: 1, Period: time.Hour}
+	m := NewMemory(MemoryOptions{MaxKeys: maxKeys})
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := m.AllowN(context.Background(), keys[next.Add(1)%numKeys], l, 1); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(m.Evictions())/float64(b.N), "evictions/op")
+}
+
 // BenchmarkKeyed fills a Memory store with 1M keys ("user:0" to
 // "user:999999", one request each) and reports the heap each key costs,
 // then measures AllowN on random keys among them, in parallel.

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -38,8 +37,8 @@ type Options struct {
 	// empty string is a valid key.
 	Key string
 	// OnError says what to do when the Store fails; the zero value is
-	// FailOpen. A Memory store that is full (ErrFull) is not a failure: the
-	// call is always rejected, so that a full store never over-admits.
+	// FailOpen. A Memory store never fails for want of room: a full one
+	// evicts keys (see Memory).
 	OnError ErrorPolicy
 	// Clock is the clock of the default Memory store; nil means clock.Real.
 	// It is not used when Store is set.
@@ -116,7 +115,7 @@ func (l *Limiter) Acquire(ctx context.Context) (sluice.Permit, error) {
 	d, err := l.store.AllowN(ctx, key, *lim, 1)
 	switch {
 	case err != nil:
-		if l.onError == FailOpen && !errors.Is(err, ErrFull) {
+		if l.onError == FailOpen {
 			return sluice.Permit{}, nil
 		}
 		return sluice.Permit{}, newLimitError(l.name, lim.Period, d, err)

@@ -122,7 +122,6 @@ func TestLimiterOnError(t *testing.T) {
 	}{
 		{"fail open", FailOpen, outage, true, nil},
 		{"fail closed", FailClosed, outage, false, outage},
-		{"full store fails closed anyway", FailOpen, ErrFull, false, ErrFull},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

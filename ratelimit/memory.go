@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"hash/maphash"
 	"math"
 	"strings"
@@ -13,11 +12,6 @@ import (
 	"github.com/sluicehq/sluice/clock"
 )
 
-// ErrFull is returned by Memory when a request would add a key
-// beyond MaxKeys and no idle key can be evicted to make room. The request is
-// not admitted; a Limiter then does what its OnError says.
-var ErrFull = errors.New("ratelimit: memory store is full")
-
 // DefaultMaxKeys is the MaxKeys of a Memory store whose options leave it zero.
 const DefaultMaxKeys = 1 << 20
 
@@ -27,6 +21,11 @@ const DefaultSweepInterval = time.Minute
 
 // numShards is how many independently locked parts a Memory store has.
 const numShards = 64
+
+// touchGrain is how often, at most, requests that change nothing (those
+// rejected, and reads) record a key's last use: it spares most of them a
+// map write, and eviction needs no finer order than that.
+const touchGrain = int64(time.Millisecond)
 
 // MemoryOptions configures a Memory store. The zero value is usable.
 type MemoryOptions struct {
@@ -39,49 +38,75 @@ type MemoryOptions struct {
 	// idle keys (the sweep is run by the requests that reach the shard, not
 	// by a goroutine). Zero or less means DefaultSweepInterval.
 	SweepInterval time.Duration
+	// Evictions, when set, is the counter the store adds its evictions to
+	// (see Memory), so that several stores can share one; nil means a
+	// counter of the store's own. Memory.Evictions reads it.
+	Evictions *atomic.Uint64
 }
 
 // Memory is a Store that keeps each key's state in this process. It is safe
 // for concurrent use: keys are spread over 64 shards, each with its own
 // mutex, so requests for different keys rarely contend.
 //
-// Memory is bounded. A key is idle once its state is back to its full quota
-// (under the Limit of its last admitted request); idle keys are dropped by a
-// sweep of their shard that requests run at most once per SweepInterval, and
-// dropping one changes no decision, since a new key starts with a full
-// quota. When MaxKeys keys are held, a request for a new key first sweeps
-// for idle keys (its own shard, then the others it can lock without
-// waiting); if none is idle, the request is refused with an error wrapping
-// ErrFull rather than forgetting the state of a busy key, so the store never
-// silently admits more than a limit allows.
+// Memory is bounded: it never holds more than MaxKeys keys (DefaultMaxKeys,
+// 1 << 20, by default). A key is idle once its state is back to its full
+// quota (under the Limit of its last admitted request), which is the state
+// a new key starts with; idle keys are dropped by a sweep of their shard
+// that requests run at most once per SweepInterval, and dropping one
+// changes no decision.
 //
-// Each key costs about 167 bytes with a key of 11 bytes, and for SlidingLog
+// A full store never refuses a new key: the new key is decided by its own
+// limit, as any new key is, and room is made for it. First the store sweeps
+// for idle keys (the new key's shard, then the others it can lock without
+// waiting); if none is idle, it evicts the least recently used (by its last
+// request, admitted or not, to the millisecond) of a sample of up to 8 keys,
+// drawn from the new key's shard and the shards after it that it can lock
+// without waiting. When it can lock no shard that holds a key, the new key's
+// state is not kept. Evicting a busy key, one still short of its full quota,
+// is the price of the bound: if that key comes back, it starts afresh with a
+// full quota, so over the eviction it may be admitted up to one Capacity
+// more than its limit allows. Idle keys go first because forgetting them
+// costs nothing, and the least recently used next because a key that keeps
+// sending is the one whose state matters; keys flooding the store with a
+// request each are the ones evicted. Evictions counts the busy keys
+// forgotten this way (and new keys not kept); a store that evicts often is
+// too small for its keys.
+//
+// Each key costs about 185 bytes with a key of 11 bytes, and for SlidingLog
 // about 80 more plus 8 bytes per timestamp held (at most Limit); see
-// BenchmarkKeyed.
+// BenchmarkKeyed. The memory a store holds is about MaxKeys times that.
 type Memory struct {
-	clock   clock.Clock
-	seed    maphash.Seed
-	maxKeys int64 // 0: no cap
-	sweep   int64 // nanoseconds between sweeps of a shard
-	keys    atomic.Int64
-	shards  [numShards]shard
+	clock     clock.Clock
+	seed      maphash.Seed
+	maxKeys   int64 // 0: no cap
+	sweep     int64 // nanoseconds between sweeps of a shard
+	keys      atomic.Int64
+	evictions *atomic.Uint64
+	shards    [numShards]shard
 }
 
 type shard struct {
 	mu sync.Mutex // protects everything below
-	m  map[string]state
+	m  map[string]entry
 	// nextIdle is a lower bound of the instants at which the shard's keys
-	// become idle: no sweep before it can drop anything.
-	nextIdle  int64
+	// become idle: no sweep before it can drop anything. It is written
+	// under mu and read without it by a full store looking for idle keys.
+	nextIdle  atomic.Int64
 	lastSweep int64    // when the shard was last swept, or first held a key
 	_         [64]byte // keeps shards on separate cache lines
+}
+
+// entry is one key's state and the instant of its last request.
+type entry struct {
+	state
+	used int64
 }
 
 var _ Store = (*Memory)(nil)
 
 // NewMemory returns an empty Memory store configured by opts.
 func NewMemory(opts MemoryOptions) *Memory {
-	m := &Memory{clock: clock.Or(opts.Clock), seed: maphash.MakeSeed(), sweep: int64(opts.SweepInterval)}
+	m := &Memory{clock: clock.Or(opts.Clock), seed: maphash.MakeSeed(), sweep: int64(opts.SweepInterval), evictions: opts.Evictions}
 	switch {
 	case opts.MaxKeys == 0:
 		m.maxKeys = DefaultMaxKeys
@@ -91,9 +116,12 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if m.sweep <= 0 {
 		m.sweep = int64(DefaultSweepInterval)
 	}
+	if m.evictions == nil {
+		m.evictions = new(atomic.Uint64)
+	}
 	for i := range m.shards {
-		m.shards[i].m = make(map[string]state)
-		m.shards[i].nextIdle = math.MaxInt64
+		m.shards[i].m = make(map[string]entry)
+		m.shards[i].nextIdle.Store(math.MaxInt64)
 	}
 	return m
 }
@@ -116,82 +144,47 @@ func (m *Memory) AllowNAt(key string, l Limit, n int, now int64) (Decision, erro
 	if n < 0 {
 		return Decision{Limit: int(p.cap)}, errNegative(n)
 	}
-	sh := &m.shards[maphash.String(m.seed, key)%numShards]
+	i := int(maphash.String(m.seed, key) % numShards)
+	sh := &m.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if now-sh.lastSweep >= m.sweep && now >= sh.nextIdle {
+	if now-sh.lastSweep >= m.sweep && now >= sh.nextIdle.Load() {
 		m.sweepShard(sh, now)
 	}
-	s, ok := sh.m[key]
-	if !ok || s.alg != p.alg {
-		s = fresh(p, now)
+	e, found := sh.m[key]
+	ok := found && e.alg == p.alg
+	if !ok {
+		e.state = fresh(p, now)
 	}
-	d := s.decide(p, int64(n), now)
+	d := e.decide(p, int64(n), now)
 	if !d.Allowed || n == 0 {
+		if ok && now-e.used >= touchGrain {
+			e.used = now
+			sh.m[key] = e // only used has changed
+		}
 		return d, nil
 	}
-	if !ok {
-		if !m.reserveKey(sh, now) {
-			return Decision{Limit: d.Limit}, ErrFull
+	e.used = max(e.used, now)
+	if !found {
+		if !m.reserveKey(i, now) {
+			return d, nil // decided, but not kept: see Memory
 		}
 		key = strings.Clone(key) // do not keep the caller's backing array
 	}
-	sh.m[key] = s
-	if sh.nextIdle == math.MaxInt64 {
-		sh.lastSweep = now // the shard was empty: the sweep interval starts now
+	sh.m[key] = e
+	if next := sh.nextIdle.Load(); e.full < next {
+		if next == math.MaxInt64 {
+			sh.lastSweep = now // the shard was empty: the sweep interval starts now
+		}
+		sh.nextIdle.Store(e.full)
 	}
-	sh.nextIdle = min(sh.nextIdle, s.full)
 	return d, nil
 }
 
 // Len returns how many keys the store holds.
 func (m *Memory) Len() int { return int(m.keys.Load()) }
 
-// reserveKey counts one more key, sweeping for idle keys if the store is
-// full. It reports false if there is no room. sh.mu must be held.
-func (m *Memory) reserveKey(own *shard, now int64) bool {
-	if m.maxKeys == 0 {
-		m.keys.Add(1)
-		return true
-	}
-	if m.keys.Add(1) <= m.maxKeys {
-		return true
-	}
-	m.keys.Add(-1)
-	if now >= own.nextIdle {
-		m.sweepShard(own, now)
-	}
-	for i := range m.shards {
-		if m.keys.Load() < m.maxKeys {
-			break
-		}
-		sh := &m.shards[i]
-		if sh == own || !sh.mu.TryLock() {
-			continue
-		}
-		if now >= sh.nextIdle {
-			m.sweepShard(sh, now)
-		}
-		sh.mu.Unlock()
-	}
-	if m.keys.Add(1) <= m.maxKeys {
-		return true
-	}
-	m.keys.Add(-1)
-	return false
-}
-
-// sweepShard drops the idle keys of sh. sh.mu must be held.
-func (m *Memory) sweepShard(sh *shard, now int64) {
-	next, dropped := int64(math.MaxInt64), int64(0)
-	for k, s := range sh.m {
-		if s.full <= now {
-			delete(sh.m, k)
-			dropped++
-		} else {
-			next = min(next, s.full)
-		}
-	}
-	sh.nextIdle, sh.lastSweep = next, now
-	m.keys.Add(-dropped)
-}
+// Evictions returns how many keys the store has evicted before they were
+// idle, and new keys it could not keep (see Memory), plus those of the
+// stores that share its MemoryOptions.Evictions counter.
+func (m *Memory) Evictions() uint64 { return m.evictions.Load() }

@@ -43,41 +43,6 @@ func TestConcurrentOneKey(t *testing.T) {
 	}
 }
 
-func TestMaxKeys(t *testing.T) {
-	l := Limit{Algorithm: TokenBucket, Limit: 1, Period: time.Second}
-	m := NewMemory(MemoryOptions{MaxKeys: 3})
-	for i, key := range []string{"a", "b", "c"} {
-		if d, err := m.AllowNAt(key, l, 1, int64(i)); err != nil || !d.Allowed {
-			t.Fatalf("key %s: %+v, %v", key, d, err)
-		}
-	}
-	// The store is full of busy keys: a new key is refused, not admitted.
-	d, err := m.AllowNAt("d", l, 1, 10)
-	if !errors.Is(err, ErrFull) || d.Allowed {
-		t.Fatalf("new key in a full store: %+v, %v; want ErrFull", d, err)
-	}
-	// A known key still gets answers.
-	if d, err := m.AllowNAt("a", l, 1, 10); err != nil || d.Allowed {
-		t.Fatalf("busy key a: %+v, %v; want a rejection", d, err)
-	}
-	// Rejections and reads do not take a slot.
-	if d, err := m.AllowNAt("e", l, 0, 10); err != nil || !d.Allowed || m.Len() != 3 {
-		t.Fatalf("reading a new key: %+v, %v, %d keys", d, err, m.Len())
-	}
-	// Once "a" is back to a full quota it is idle and makes room.
-	at := int64(time.Second)
-	if d, err := m.AllowNAt("d", l, 1, at); err != nil || !d.Allowed {
-		t.Fatalf("new key once a is idle: %+v, %v", d, err)
-	}
-	if m.Len() > 3 {
-		t.Fatalf("%d keys, MaxKeys 3", m.Len())
-	}
-	// "a" starts afresh, which is what it would have had anyway.
-	if d, err := m.AllowNAt("a", l, 1, 3*at); err != nil || !d.Allowed {
-		t.Fatalf("key a again: %+v, %v", d, err)
-	}
-}
-
 func TestIdleKeysSwept(t *testing.T) {
 	l := Limit{Algorithm: GCRA, Limit: 10, Period: time.Second}
 	m := NewMemory(MemoryOptions{MaxKeys: -1, SweepInterval: time.Minute})

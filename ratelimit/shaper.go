@@ -128,8 +128,14 @@ func (s *Shaper) Queued() int {
 // come more than MaxDelay from now or the queue is full, and ctx's error if
 // ctx ends before the turn comes (the turn is then freed).
 func (s *Shaper) Wait(ctx context.Context) error {
+	_, err := s.wait(ctx)
+	return err
+}
+
+// wait is Wait, and also reports whether the caller queued for its turn.
+func (s *Shaper) wait(ctx context.Context) (queued bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	s.mu.Lock()
 	now := s.clock.Nanotime()
@@ -143,17 +149,17 @@ func (s *Shaper) Wait(ctx context.Context) error {
 	if at <= now {
 		s.started, s.last = true, now
 		s.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	if s.maxQueue > 0 && len(s.queue) >= s.maxQueue {
 		retry := time.Duration(s.due - now)
 		s.mu.Unlock()
-		return &sluice.Rejection{Reason: sluice.RateLimited, Policy: s.name, RetryAfter: retry}
+		return false, &sluice.Rejection{Reason: sluice.RateLimited, Policy: s.name, RetryAfter: retry}
 	}
 	if at-now > s.maxDelay {
 		retry := time.Duration(at - now - s.maxDelay)
 		s.mu.Unlock()
-		return &sluice.Rejection{Reason: sluice.RateLimited, Policy: s.name, RetryAfter: retry}
+		return false, &sluice.Rejection{Reason: sluice.RateLimited, Policy: s.name, RetryAfter: retry}
 	}
 	w := &turn{ch: make(chan struct{})}
 	s.queue = append(s.queue, w)
@@ -165,14 +171,14 @@ func (s *Shaper) Wait(ctx context.Context) error {
 
 	select {
 	case <-w.ch:
-		return nil
+		return true, nil
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := slices.Index(s.queue, w)
 	if i < 0 {
-		return nil // the turn came as ctx ended: it is used
+		return true, nil // the turn came as ctx ended: it is used
 	}
 	s.queue = slices.Delete(s.queue, i, i+1)
 	if len(s.queue) == 0 {
@@ -180,7 +186,7 @@ func (s *Shaper) Wait(ctx context.Context) error {
 		s.timer = nil
 		s.gen++
 	}
-	return ctx.Err()
+	return true, ctx.Err()
 }
 
 // schedule starts the timer for the turn at s.due, which is after now.
@@ -214,9 +220,15 @@ func (s *Shaper) fire(gen uint64) {
 }
 
 // Acquire waits for the caller's turn, as Wait does, and returns a zero
-// Permit (Done does nothing).
+// Permit (Done does nothing), marked as granted after a wait when the caller
+// queued for its turn (sluice.Permit.Waited), so that a Guard checks the
+// policies before the shaper again.
 func (s *Shaper) Acquire(ctx context.Context) (sluice.Permit, error) {
-	return sluice.Permit{}, s.Wait(ctx)
+	queued, err := s.wait(ctx)
+	if err != nil || !queued {
+		return sluice.Permit{}, err
+	}
+	return sluice.Permit{}.AfterWait(), nil
 }
 
 // Run runs next when the caller's turn comes; see sluice.RunAdmitted.

@@ -185,3 +185,29 @@ func TestShaperTimeout(t *testing.T) {
 		t.Fatalf("SetLimit: %v", err)
 	}
 }
+
+// TestShaperMarksQueuedPermits checks that Acquire marks a permit granted
+// after the caller queued for its turn (so that a Guard checks the policies
+// before the shaper again), and only such a permit.
+func TestShaperMarksQueuedPermits(t *testing.T) {
+	h := newShaperHarness(t, ShaperOptions{Limit: Limit{Limit: 10, Period: time.Second}})
+	ctx := context.Background()
+	if p, err := h.s.Acquire(ctx); err != nil || p.Waited() {
+		t.Fatalf("first caller: waited %v, %v; want a permit at once", p.Waited(), err)
+	}
+	got := make(chan sluice.Permit, 1)
+	go func() {
+		p, err := h.s.Acquire(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	for h.s.Queued() == 0 {
+		runtime.Gosched()
+	}
+	h.fc.Advance(100 * time.Millisecond)
+	if p := <-got; !p.Waited() {
+		t.Fatal("a caller that queued got a permit not marked as waited")
+	}
+}

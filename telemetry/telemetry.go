@@ -24,6 +24,10 @@ type Metrics struct {
 	reloads        *prometheus.CounterVec
 	retries        *prometheus.CounterVec
 
+	// evictions is added to by the memory rate-limit stores that were
+	// given it (StoreEvictions); a counter function exports it.
+	evictions atomic.Uint64
+
 	// Children of the request metrics, looked up once per label set: a
 	// label lookup hashes every label on each call, which the hot path of
 	// a gateway should not pay (a Route does not even pay this map's).
@@ -74,7 +78,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Retry attempts made, by route.",
 		}, []string{"route"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.breakerState, m.breakerChanges, m.concLimit, m.rateLimit, m.reloads, m.retries} {
+	evictions := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "sluice_ratelimit_store_evictions_total",
+		Help: "Keys a full in-memory rate-limit store forgot before they were idle (each starts afresh if it comes back).",
+	}, func() float64 { return float64(m.evictions.Load()) })
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.breakerState, m.breakerChanges, m.concLimit, m.rateLimit, m.reloads, m.retries, evictions} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -198,6 +206,16 @@ func (m *Metrics) Reload(ok bool) {
 		r = "ok"
 	}
 	m.reloads.WithLabelValues(r).Inc()
+}
+
+// StoreEvictions returns the counter that in-memory rate-limit stores add
+// their evictions to (ratelimit.MemoryOptions.Evictions), exported as
+// sluice_ratelimit_store_evictions_total; nil when m is nil.
+func (m *Metrics) StoreEvictions() *atomic.Uint64 {
+	if m == nil {
+		return nil
+	}
+	return &m.evictions
 }
 
 // Retry records a retry attempt.

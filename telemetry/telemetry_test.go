@@ -46,6 +46,25 @@ sluice_requests_total{code="429",outcome="rate_limited",route="infer"} 1
 	}
 }
 
+// TestStoreEvictions checks that the evictions memory stores add to the
+// counter StoreEvictions hands out are exported.
+func TestStoreEvictions(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := telemetry.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StoreEvictions().Add(3)
+	want := `
+# HELP sluice_ratelimit_store_evictions_total Keys a full in-memory rate-limit store forgot before they were idle (each starts afresh if it comes back).
+# TYPE sluice_ratelimit_store_evictions_total counter
+sluice_ratelimit_store_evictions_total 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_ratelimit_store_evictions_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestNilMetricsDoNothing(t *testing.T) {
 	var m *telemetry.Metrics
 	m.Request("r", 200, "", time.Second)
@@ -55,6 +74,9 @@ func TestNilMetricsDoNothing(t *testing.T) {
 	m.Route("r").Request(200, "", time.Second)
 	m.Reload(false)
 	m.Retry("r")
+	if m.StoreEvictions() != nil {
+		t.Fatal("a nil Metrics has an eviction counter")
+	}
 }
 
 func BenchmarkRequest(b *testing.B) {

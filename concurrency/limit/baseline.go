@@ -34,6 +34,16 @@ type baseline struct {
 
 	slow float64 // slowly smoothed latency, nanoseconds
 	warm int     // samples averaged while warming up
+	sq   float64 // sum of squared deviations from slow while warming up
+
+	// settle, when positive, lets the warm-up settle: once the warm-up
+	// mean's standard error is at most settle × the mean (after at least
+	// settleMin samples), the baseline stops following the mean up and
+	// keeps its minimum, so that a step in latency during the warm-up shows
+	// as congestion instead of being averaged in. Zero: the baseline is the
+	// warm-up mean throughout.
+	settle  float64
+	settled bool
 
 	value     float64 // the baseline, nanoseconds; 0 before the first sample
 	cur, prev float64 // minimum of the current and previous bucket; 0 = empty
@@ -41,6 +51,10 @@ type baseline struct {
 	curCong   bool    // congestion reported in the current bucket
 	prevCong  bool    // congestion reported in the previous bucket
 }
+
+// settleMin is the fewest warm-up samples a settled warm-up (see
+// baseline.settle) is judged on.
+const settleMin = 4
 
 // baselineSpan is how many times longer than the owner's smoothing the
 // baseline's own smoothing is: 5, so that the baseline's noise is a little
@@ -59,10 +73,20 @@ func newBaseline(window time.Duration, rebase float64, smoothing int) baseline {
 func (b *baseline) update(now int64, rtt float64) float64 {
 	if float64(b.warm) < 1/b.weight {
 		// Warming up: a plain mean, so that the first samples do not
-		// weigh more than the later ones.
+		// weigh more than the later ones (Welford's update, which also
+		// gives the variance).
 		b.warm++
-		b.slow += (rtt - b.slow) / float64(b.warm)
-		b.value, b.cur, b.curStart = b.slow, b.slow, now
+		d := rtt - b.slow
+		b.slow += d / float64(b.warm)
+		b.sq += d * (rtt - b.slow)
+		n := float64(b.warm)
+		if !b.settled && b.settle > 0 && b.warm >= settleMin && b.sq/(n*(n-1)) <= b.settle*b.settle*b.slow*b.slow {
+			b.settled = true
+		}
+		if !b.settled || b.slow < b.value {
+			b.value = b.slow
+		}
+		b.cur, b.curStart = b.value, now
 		return b.value
 	}
 	b.slow = ema(b.slow, rtt, b.weight)

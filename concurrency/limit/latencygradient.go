@@ -32,6 +32,10 @@ const (
 	DefaultLatencyGradientWindow = 10 * time.Second
 )
 
+// latencyGradientSettle is the standard error, as a fraction of the mean,
+// at which the no-load latency's warm-up settles (see LatencyGradient).
+const latencyGradientSettle = 0.02
+
 // LatencyGradientOptions configures a LatencyGradient. The zero value is
 // valid: every zero field takes its default.
 type LatencyGradientOptions struct {
@@ -88,6 +92,16 @@ type LatencyGradientOptions struct {
 //     service would grow an unbounded limit.
 //
 // LatencyGradient is safe for concurrent use.
+//
+// Its no-load latency warms up on a plain mean of the first samples (a few
+// hundred with the default Smoothing). Once that mean is known to within 2%
+// (its standard error, judged from four samples on), the no-load latency
+// stops following it up and keeps the minimum seen, as in the seed: so a
+// service that answers consistently and then slows down within its first
+// samples is seen congested at once (the seed's own scenario: four 50 ms
+// calls, then 500 ms ones), while the noisy latency of a typical service,
+// whose mean is not known that well before the warm-up ends, is averaged
+// as before instead of being held at a low first estimate.
 type LatencyGradient struct {
 	b            bounds
 	tolerance    float64
@@ -138,6 +152,7 @@ func NewLatencyGradient(opts LatencyGradientOptions) (*LatencyGradient, error) {
 	}
 	g.base = newBaseline(orDefault(opts.Window, DefaultLatencyGradientWindow), g.tolerance,
 		orDefault(opts.Smoothing, DefaultLatencyGradientSmoothing))
+	g.base.settle = latencyGradientSettle
 	g.out.set(g.limit)
 	return g, nil
 }
