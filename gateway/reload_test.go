@@ -419,7 +419,13 @@ routes:
 		}
 	})
 	t.Run("metrics", func(t *testing.T) {
-		r := do(t, c, "GET", admin.URL+"/metrics", auth, nil)
+		// A request is counted once its answer is sent, so the client can
+		// see the answer before the count.
+		var r result
+		eventually(t, "the four requests counted", func() bool {
+			r = do(t, c, "GET", admin.URL+"/metrics", auth, nil)
+			return strings.Contains(r.Body, `sluice_request_duration_seconds_count{route="api"} 4`)
+		})
 		for _, want := range []string{
 			`sluice_requests_total{code="200",outcome="ok",route="api"} 4`,
 			`sluice_request_duration_seconds_count{route="api"} 4`,

@@ -222,7 +222,7 @@ func (p *Proxy) await() bool {
 
 // forward copies src to dst, chunk by chunk, as the mode says. When src
 // ends, dst's write side is closed; when either fails, both connections
-// are closed.
+// are closed (reset, under Reset).
 func (p *Proxy) forward(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
@@ -245,7 +245,13 @@ func (p *Proxy) forward(dst, src net.Conn) {
 			return
 		}
 		if err != nil {
-			dst.Close()
+			// Under Reset, the other side is reset too, never closed
+			// cleanly, whichever of the two Reset reaches first.
+			if m, _, _, _ := p.state(); m == Reset {
+				reset(dst)
+			} else {
+				dst.Close()
+			}
 			return
 		}
 	}
