@@ -43,6 +43,7 @@ func (c *Config) applyDefaults() {
 	defDur(&c.Server.ReadHeaderTimeout, 10*time.Second)
 	defDur(&c.Server.ReadTimeout, 60*time.Second)
 	defDur(&c.Server.IdleTimeout, 120*time.Second)
+	defDur(&c.Server.WriteTimeout, 60*time.Second)
 	defInt(&c.Server.MaxHeaderBytes, 32<<10)
 	defDur(&c.Server.ShutdownTimeout, 30*time.Second)
 	def(&c.Server.Engine, "loop")
@@ -57,6 +58,8 @@ func (c *Config) applyDefaults() {
 		}
 		def(&u.Balance, "round_robin")
 		defDur(&u.IdleTimeout, 4*time.Second)
+		defDur(&u.ConnectTimeout, 5*time.Second)
+		defDur(&u.ResponseHeaderTimeout, 60*time.Second)
 		if u.Health != nil {
 			defDur(&u.Health.Interval, 5*time.Second)
 			defDur(&u.Health.Timeout, time.Second)
