@@ -94,13 +94,24 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		// response's Connection, would be closed with it.)
 		x.direct = &ctx.Response
 	}
+	watched := x.stream == nil // else the client's connection is the body's to read
+	if watched {
+		x.watch.arm(ctx.Conn())
+	}
 	resp, err := sluice.Do(context.Background(), rt.guard, x.call)
+	if watched {
+		x.watch.stop()
+	}
 	x.take(resp)
 	if x.direct != nil && rt.limit != nil {
 		rt.limit.setHeaders(&ctx.Response.Header, rl)
 	}
 	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
-	g.finish(ctx, rt, start, respond(ctx, rt, resp, err))
+	reason := respond(ctx, rt, resp, err)
+	if ctx.Response.IsBodyStream() {
+		paceClient(ctx.Response.BodyStream(), ctx.Conn(), st.cfg.Server.WriteTimeout.D())
+	}
+	g.finish(ctx, rt, start, reason)
 }
 
 // limitRate takes one event of key from rt's rate limit. It returns the
@@ -120,8 +131,9 @@ func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, key string, dst
 func (g *Gateway) newExchange(rt *route, req *fasthttp.Request) *exchange {
 	x, _ := g.exchanges.Get().(*exchange)
 	if x == nil {
-		x = &exchange{}
+		x = &exchange{watch: &clientWatch{}}
 		x.call = x.attempt // made once: a method value allocates
+		x.watch.init()
 	}
 	x.rt, x.req = rt, req
 	return x
@@ -198,9 +210,14 @@ func forwardedFor(dst []byte, peer netip.Addr, xff []byte, trusted trustedProxie
 	return peer.AppendTo(dst)
 }
 
+// statusClientGone is the status logged for a request whose client left
+// before its answer (nginx's 499); no client sees it.
+const statusClientGone = 499
+
 // errorStatus maps an error of the chain to a status, a reason and a
 // retry-after hint: a rate limit is 429, an open breaker or overload 503, a
-// timeout 504, and an unreachable or broken upstream 502.
+// timeout 504, an unreachable or broken upstream 502, and a client that
+// left 499.
 func errorStatus(err error) (code int, reason string, retryAfter time.Duration) {
 	retryAfter, _ = sluice.RetryAfter(err)
 	var rej *sluice.Rejection
@@ -214,6 +231,8 @@ func errorStatus(err error) (code int, reason string, retryAfter time.Duration) 
 			retryAfter = time.Second // a shed request is told when to come back
 		}
 		return fasthttp.StatusServiceUnavailable, string(rej.Reason), retryAfter
+	case errors.Is(err, errClientGone):
+		return statusClientGone, "client_gone", 0
 	case errors.Is(err, errBodyTooLarge):
 		return fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0
 	case errors.Is(err, errClientBody):
