@@ -3,8 +3,8 @@
 package gateway
 
 import (
-	"errors"
 	"net"
+	"sync"
 	"syscall"
 )
 
@@ -20,14 +20,32 @@ func strayBytes(c net.Conn) bool {
 	if err != nil {
 		return false
 	}
-	stray := false
-	_ = raw.Read(func(fd uintptr) bool {
-		var b [1]byte
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		stray = !errors.Is(err, syscall.EAGAIN) // a byte, the end, or an error
-		return true
-	})
+	p := peekers.Get().(*peeker)
+	p.stray = false
+	_ = raw.Read(p.fn)
+	stray := p.stray
+	peekers.Put(p)
 	return stray
+}
+
+// peeker looks at a socket without waiting or taking a byte; its fn is
+// made once, so that a look allocates nothing.
+type peeker struct {
+	fn    func(fd uintptr) bool
+	stray bool // a byte, the end, or an error is there
+}
+
+var peekers = sync.Pool{New: func() any {
+	p := &peeker{}
+	p.fn = p.peek
+	return p
+}}
+
+func (p *peeker) peek(fd uintptr) bool {
+	var b [1]byte
+	_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	p.stray = err != syscall.EAGAIN
+	return true
 }
 
 // left waits until raw's connection turns readable or its read deadline
@@ -38,7 +56,7 @@ func left(raw syscall.RawConn) bool {
 	err := raw.Read(func(fd uintptr) bool {
 		var b [1]byte
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		if errors.Is(err, syscall.EAGAIN) {
+		if err == syscall.EAGAIN {
 			return false // wait for readiness
 		}
 		gone = n == 0 || err != nil
