@@ -186,3 +186,22 @@ routes: [{name: r, upstream: a}]
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }
+
+func TestNegativeTimeouts(t *testing.T) {
+	src := `server: {write_timeout: -1s}
+upstreams:
+  a: {targets: ["http://x:1"], connect_timeout: -1s, response_header_timeout: -1s}
+routes:
+  - {name: r, upstream: a}
+`
+	_, err := config.Parse("neg.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("negative timeouts accepted")
+	}
+	for _, w := range []string{"server.write_timeout: a duration cannot be negative", "upstreams.a.connect_timeout: a duration cannot be negative",
+		"upstreams.a.response_header_timeout: a duration cannot be negative"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("errors lack %q:\n%v", w, err)
+		}
+	}
+}

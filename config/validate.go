@@ -106,9 +106,6 @@ func (v *validator) config(c *Config) {
 		v.at("server.max_header_bytes", "want between 1024 and 1048576 bytes, got %d", c.Server.MaxHeaderBytes)
 	}
 	v.oneOf("server.engine", c.Server.Engine, []string{"loop", "goroutine"})
-	if c.Server.WriteTimeout < 0 {
-		v.at("server.write_timeout", "cannot be negative")
-	}
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
 	}
@@ -162,13 +159,8 @@ func (v *validator) upstream(path string, u *Upstream) {
 		}
 	}
 	v.oneOf(path+".balance", u.Balance, Balancers)
-	for _, d := range []struct {
-		name string
-		d    Duration
-	}{{"idle_timeout", u.IdleTimeout}, {"connect_timeout", u.ConnectTimeout}, {"response_header_timeout", u.ResponseHeaderTimeout}} {
-		if d.d < 0 {
-			v.at(path+"."+d.name, "cannot be negative")
-		}
+	if u.IdleTimeout < 0 {
+		v.at(path+".idle_timeout", "cannot be negative")
 	}
 	if h := u.Health; h != nil && !strings.HasPrefix(h.Path, "/") {
 		v.at(path+".health.path", "want a path starting with /, got %q", h.Path)
