@@ -151,8 +151,9 @@ type Upstream struct {
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// ConnectTimeout bounds connecting to a target; a route's timeout,
 	// when shorter, ends it sooner. An attempt that cannot connect in time
-	// fails as a connection error (502, and retried on connect_error).
-	// Default 5s.
+	// ends as a timeout (504, as nginx's proxy_connect_timeout) that
+	// retries treat as a connection error (retry.on's connect_error: the
+	// target never saw the request). Default 5s.
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	// ResponseHeaderTimeout bounds each wait for a target once a request
 	// is sent: for the response's headers (and its body, when the gateway
