@@ -109,7 +109,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
 	reason := respond(ctx, rt, resp, err)
 	if ctx.Response.IsBodyStream() {
-		paceClient(ctx.Response.BodyStream(), ctx.Conn(), st.cfg.Server.WriteTimeout.D())
+		wt := st.cfg.Server.WriteTimeout.D()
+		if !ctx.Request.Header.IsHTTP11() && ctx.Response.Header.ContentLength() < 0 && !ctx.IsHead() {
+			sendUntilClose(ctx, wt)
+		} else {
+			paceClient(ctx.Response.BodyStream(), ctx.Conn(), wt)
+		}
 	}
 	g.finish(ctx, rt, start, reason)
 }

@@ -364,12 +364,13 @@ func isHop(k, connection []byte) bool {
 type upstreamBody struct {
 	r    io.Reader
 	resp *fasthttp.Response
+	held bool // Close does nothing: the body outlives its response (see hold)
 }
 
 func (b *upstreamBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 func (b *upstreamBody) Close() error {
-	if b.resp != nil {
+	if b.resp != nil && !b.held {
 		releaseResponse(b.resp)
 		b.resp = nil
 	}

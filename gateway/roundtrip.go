@@ -281,6 +281,7 @@ type connBody struct {
 	trip   trip
 	client net.Conn
 	send   time.Duration
+	held   bool // Close does nothing: the body outlives its response (see hold)
 }
 
 // newConnBody returns a body of cl bytes (-1: chunked; -2: up to the
@@ -361,7 +362,7 @@ func (b *connBody) read(p []byte) (int, error) {
 }
 
 func (b *connBody) Close() error {
-	if b.done != nil {
+	if b.done != nil && !b.held {
 		b.done(b.keep && b.clean)
 		b.done = nil
 	}
