@@ -107,6 +107,14 @@ type Server struct {
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// WriteTimeout bounds each wait to send a response to a client: a
+	// client that reads nothing of it for this long (as one that stopped
+	// reading a long response) loses its connection, and the upstream
+	// connection the response came from is closed. It bounds the time
+	// between two writes that make progress, not the whole response, so
+	// that long streams (SSE, downloads) to a reading client are not cut.
+	// Default 60s.
+	WriteTimeout Duration `yaml:"write_timeout"`
 	// MaxHeaderBytes limits the size of a request's headers (request line
 	// included); a request with more gets 431. Each connection holds a read
 	// buffer of this size. Default 32 KiB, at most 1 MiB.
@@ -155,6 +163,20 @@ type Upstream struct {
 	// closes an idle connection before the target does. Keep it below the
 	// target's own.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// ConnectTimeout bounds connecting to a target; a route's timeout,
+	// when shorter, ends it sooner. An attempt that cannot connect in time
+	// ends as a timeout (504, as nginx's proxy_connect_timeout) that
+	// retries treat as a connection error (retry.on's connect_error: the
+	// target never saw the request). Default 5s.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// ResponseHeaderTimeout bounds each wait for a target once a request
+	// is sent: for the response's headers (and its body, when the gateway
+	// reads it whole), then between two reads of a streamed body, as
+	// nginx's proxy_read_timeout. An attempt that waits longer for its
+	// headers ends as a timeout (504, and retried on timeout) on every
+	// route, with or without a timeout policy; a streamed body that stalls
+	// longer is cut, and the client's connection closed. Default 60s.
+	ResponseHeaderTimeout Duration `yaml:"response_header_timeout"`
 }
 
 // Health configures active health checks of an upstream's targets.

@@ -46,6 +46,9 @@ routes:
 		{"store max keys", c.Store.MaxKeys, 1 << 20},
 		{"balance", c.Upstreams["a"].Balance, "round_robin"},
 		{"idle timeout", c.Upstreams["a"].IdleTimeout.D(), 4 * time.Second},
+		{"connect timeout", c.Upstreams["a"].ConnectTimeout.D(), 5 * time.Second},
+		{"response header timeout", c.Upstreams["a"].ResponseHeaderTimeout.D(), 60 * time.Second},
+		{"write timeout", c.Server.WriteTimeout.D(), 60 * time.Second},
 		{"prefix", c.Routes[0].Match.PathPrefix, "/"},
 		{"rl algorithm", p.RateLimit.Algorithm, "gcra"},
 		{"rl period", p.RateLimit.Period.D(), time.Second},
@@ -187,5 +190,24 @@ routes: [{name: r, upstream: a}]
 	_, err := config.Parse("s.yaml", []byte(`store: {kind: redis, redis: {sentinel: "my master"}}`+routes))
 	if want := `s.yaml:1:40: store.redis.sentinel: a master set name has no spaces, got "my master"`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+func TestNegativeTimeouts(t *testing.T) {
+	src := `server: {write_timeout: -1s}
+upstreams:
+  a: {targets: ["http://x:1"], connect_timeout: -1s, response_header_timeout: -1s}
+routes:
+  - {name: r, upstream: a}
+`
+	_, err := config.Parse("neg.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("negative timeouts accepted")
+	}
+	for _, w := range []string{"server.write_timeout: a duration cannot be negative", "upstreams.a.connect_timeout: a duration cannot be negative",
+		"upstreams.a.response_header_timeout: a duration cannot be negative"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("errors lack %q:\n%v", w, err)
+		}
 	}
 }

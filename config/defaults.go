@@ -67,6 +67,7 @@ func (d defaults) config(c *Config) {
 	d.dur("server.read_header_timeout", &c.Server.ReadHeaderTimeout, 10*time.Second)
 	d.dur("server.read_timeout", &c.Server.ReadTimeout, 60*time.Second)
 	d.dur("server.idle_timeout", &c.Server.IdleTimeout, 120*time.Second)
+	d.dur("server.write_timeout", &c.Server.WriteTimeout, 60*time.Second)
 	d.int("server.max_header_bytes", &c.Server.MaxHeaderBytes, 32<<10)
 	d.dur("server.shutdown_timeout", &c.Server.ShutdownTimeout, 30*time.Second)
 	d.str("server.engine", &c.Server.Engine, "loop")
@@ -80,6 +81,8 @@ func (d defaults) config(c *Config) {
 		p := "upstreams." + name
 		d.str(p+".balance", &u.Balance, "round_robin")
 		d.dur(p+".idle_timeout", &u.IdleTimeout, 4*time.Second)
+		d.dur(p+".connect_timeout", &u.ConnectTimeout, 5*time.Second)
+		d.dur(p+".response_header_timeout", &u.ResponseHeaderTimeout, 60*time.Second)
 		if u.Health != nil {
 			d.dur(p+".health.interval", &u.Health.Interval, 5*time.Second)
 			d.dur(p+".health.timeout", &u.Health.Timeout, time.Second)

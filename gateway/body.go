@@ -32,6 +32,11 @@ func (e *answerError) Error() string               { return e.msg }
 func (e *answerError) Unwrap() error               { return e.err }
 func (e *answerError) AnswerStatus() (int, string) { return e.code, e.reason }
 
+// errClientGone is the error of a request whose client closed its
+// connection before the answer: its attempt is cancelled, and says nothing
+// about the upstream (Ignored).
+var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canceled)
+
 // clientBody is a streamed request body on its way upstream. It reads at
 // most left bytes (no limit when left is negative) and marks its errors with
 // errClientBody, so that a body that is too long or broken off fails the
@@ -66,11 +71,11 @@ func (b *clientBody) Read(p []byte) (int, error) {
 }
 
 // classify is the gateway's sluice.Classifier: DefaultClassifier, except
-// that a failure of the client's own request body says nothing about the
-// upstream (Ignored), so that clients cannot trip breakers or shrink
-// limits with broken uploads.
+// that a failure of the client's own request body, or a client that left,
+// says nothing about the upstream (Ignored), so that clients cannot trip
+// breakers or shrink limits with broken uploads or by hanging up.
 func classify(ctx context.Context, err error) sluice.Class {
-	if errors.Is(err, errClientBody) {
+	if errors.Is(err, errClientBody) || errors.Is(err, errClientGone) {
 		return sluice.Ignored
 	}
 	return sluice.DefaultClassifier(ctx, err)

@@ -11,3 +11,16 @@ func CoalesceShared(g *Gateway, route string) uint64 {
 	}
 	return 0
 }
+
+// OpenConns returns how many client connections g holds open, on its
+// loops and its goroutine engine.
+func OpenConns(g *Gateway) int64 {
+	n := int64(g.server.GetOpenConnectionsCount())
+	g.mu.Lock()
+	loops := g.loops
+	g.mu.Unlock()
+	if loops != nil {
+		n += loops.conns.Load()
+	}
+	return n
+}

@@ -25,6 +25,15 @@
 // bounds the whole exchange, body included: leave it off on routes that
 // stream long responses (SSE).
 //
+// Every exchange is bounded without a timeout policy too: connecting to a
+// target by its upstream's connect_timeout, the wait for the response's
+// headers, then each wait between two reads of a streamed body, by
+// response_header_timeout (504, or a body cut short), and each wait to
+// send to a client that reads nothing by server.write_timeout. A client
+// that closes its connection cancels its request: the attempt's upstream
+// connection is closed, not pooled. A pooled upstream connection with
+// bytes the target sent unasked is closed, never read as an answer.
+//
 // Configuration comes from package config; Apply swaps a new configuration in
 // atomically, keeping the state of every policy whose settings did not change.
 package gateway
@@ -113,6 +122,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Name:                         "sluice",
 		ReadTimeout:                  cfg.Server.ReadHeaderTimeout.D(),
 		IdleTimeout:                  cfg.Server.IdleTimeout.D(),
+		WriteTimeout:                 cfg.Server.WriteTimeout.D(), // a bound per write for streams: see paceClient
 		HeaderReceived:               g.headerReceived,
 		ReadBufferSize:               cfg.Server.MaxHeaderBytes,
 		StreamRequestBody:            true,

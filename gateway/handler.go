@@ -112,13 +112,29 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		// response's Connection, would be closed with it.)
 		x.direct = &ctx.Response
 	}
+	watched := x.stream == nil // else the client's connection is the body's to read
+	if watched {
+		x.watch.arm(ctx.Conn())
+	}
 	resp, err := sluice.Do(context.Background(), rt.guard, x.call)
+	if watched {
+		x.watch.stop()
+	}
 	x.take(resp)
 	if x.direct != nil && rt.limit != nil {
 		rt.limit.setHeaders(&ctx.Response.Header, rl)
 	}
 	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
-	g.finish(ctx, rt, start, respond(ctx, rt, resp, err))
+	reason := respond(ctx, rt, resp, err)
+	if ctx.Response.IsBodyStream() {
+		wt := st.cfg.Server.WriteTimeout.D()
+		if !ctx.Request.Header.IsHTTP11() && ctx.Response.Header.ContentLength() < 0 && !ctx.IsHead() {
+			sendUntilClose(ctx, wt)
+		} else {
+			paceClient(ctx.Response.BodyStream(), ctx.Conn(), wt)
+		}
+	}
+	g.finish(ctx, rt, start, reason)
 }
 
 // limitRate takes one event of key from rt's rate limit. It returns the
@@ -138,8 +154,9 @@ func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, key string, dst
 func (g *Gateway) newExchange(rt *route, req *fasthttp.Request) *exchange {
 	x, _ := g.exchanges.Get().(*exchange)
 	if x == nil {
-		x = &exchange{}
+		x = &exchange{watch: &clientWatch{}}
 		x.call = x.attempt // made once: a method value allocates
+		x.watch.init()
 	}
 	x.rt, x.req = rt, req
 	return x

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -287,6 +288,16 @@ func detach(c gnet.Conn) (net.Conn, error) {
 type prefixConn struct {
 	net.Conn
 	prefix []byte
+}
+
+// SyscallConn gives the socket once its first bytes are read (see
+// clientWatch), and fails before.
+func (c *prefixConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok || len(c.prefix) > 0 {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
 
 func (c *prefixConn) Read(p []byte) (int, error) {

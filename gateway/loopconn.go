@@ -5,6 +5,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
@@ -24,12 +25,19 @@ import (
 const loopBody = 64 << 10
 
 // maxPendingIn is how many bytes of further requests a client may send
-// while its request is upstream (pipelining) before its loop closes it.
+// while its loop cannot take them (pipelining): while its request is
+// upstream, its response waits to stream, or its earlier responses wait to
+// be read. A loop reads whatever arrives (it cannot stop a connection's
+// read events), so it closes a client that sends more.
 const maxPendingIn = 1 << 20
 
 // maxPendingOut is how many response bytes a client may leave unread
 // before its loop stops reading its next request.
 const maxPendingOut = 256 << 10
+
+// errFlood is the end of a client connection that sent more than
+// maxPendingIn bytes while its loop could not take them.
+var errFlood = errors.New("gateway: too many pipelined bytes")
 
 // connState is where a client connection on a loop is.
 type connState uint8
@@ -98,6 +106,8 @@ type clientConn struct {
 	woken     atomic.Bool   // set by the wake timer
 	closeNext bool          // close once the response is sent
 	pollDelay time.Duration // see poll
+	outLast   int           // the unsent bytes await saw last
+	outSince  time.Time     // when await last saw them fall; zero until it first looks
 }
 
 // open starts serving c on its loop.
@@ -118,13 +128,26 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 }
 
 // closed is the connection's end, or the loop's part of it after a
-// hand-over.
+// hand-over. A request still upstream is cancelled: its attempt's
+// connection is closed (it is not pooled, and the target sees the client
+// leave) and no other attempt starts. A response waiting to stream is
+// dropped with its upstream connection.
 func (cc *clientConn) closed() {
 	cc.wake.Stop()
 	cc.l.e.conns.Add(-1)
 	delete(cc.l.conns, cc)
-	if cc.state == stateBusy {
-		cc.gone = true // the upstream's answer is dropped when it comes
+	switch cc.state {
+	case stateBusy:
+		cc.gone = true // an answer that comes is dropped
+		if up := cc.up; up != nil {
+			up.abandon()
+			cc.upstreamDone(nil, upstreamError(cc.t, errClientGone))
+		}
+	case stateStreaming:
+		cc.state = stateGone
+		cc.ctx.Response.Reset() // closes the body
+		_ = cc.stream.Close()
+		cc.stream = nil
 	}
 }
 
@@ -138,11 +161,11 @@ func (cc *clientConn) serve() gnet.Action {
 		}
 	}
 	for {
+		if cc.state != stateIdle && c.InboundBuffered() > maxPendingIn {
+			return gnet.Close // a client that floods requests
+		}
 		switch cc.state {
 		case stateBusy:
-			if c.InboundBuffered() > maxPendingIn {
-				return gnet.Close // a client that floods requests
-			}
 			return gnet.None // the next request waits in the buffer
 		case stateStreaming:
 			return cc.streamOut()
@@ -151,8 +174,7 @@ func (cc *clientConn) serve() gnet.Action {
 		}
 		if cc.closeNext || c.OutboundBuffered() > maxPendingOut {
 			if c.OutboundBuffered() > 0 {
-				cc.poll() // the client has not read its responses yet
-				return gnet.None
+				return cc.await() // the client has not read its responses yet
 			}
 			if cc.closeNext {
 				return gnet.Close
@@ -236,6 +258,25 @@ func (cc *clientConn) setDeadline(d time.Time) {
 	}
 }
 
+// await waits for the client to read what was sent to it (see poll), or
+// closes the connection when the client floods it meanwhile, or has read
+// nothing for server.write_timeout.
+func (cc *clientConn) await() gnet.Action {
+	c := cc.c
+	if c.InboundBuffered() > maxPendingIn {
+		return gnet.Close
+	}
+	now, out := time.Now(), c.OutboundBuffered()
+	if out < cc.outLast || cc.outSince.IsZero() {
+		cc.outSince = now // the client read some
+	} else if wt := cc.l.e.g.state.Load().cfg.Server.WriteTimeout.D(); wt > 0 && now.Sub(cc.outSince) >= wt {
+		return gnet.Close
+	}
+	cc.outLast = out
+	cc.poll()
+	return gnet.None
+}
+
 // poll comes back to the connection shortly, to see whether the client has
 // read what was sent to it: after 1 ms, then twice as long each time, up
 // to 50 ms, until a response goes out.
@@ -247,11 +288,13 @@ func (cc *clientConn) poll() {
 
 // leave takes the connection out of its loop (see detach) once the client
 // has read every response sent to it; until then it returns nil, nil and
-// comes back to the connection later. The caller returns gnet.Close unless
-// it got nil, nil.
+// comes back to the connection later (see await). The caller returns
+// gnet.Close unless it got nil, nil.
 func (cc *clientConn) leave() (net.Conn, error) {
 	if cc.c.OutboundBuffered() > 0 {
-		cc.poll()
+		if cc.await() == gnet.Close {
+			return nil, errFlood
+		}
 		return nil, nil
 	}
 	cc.state = stateGone
@@ -266,7 +309,9 @@ func (cc *clientConn) handOver() gnet.Action {
 		return gnet.None
 	}
 	if err != nil {
-		cc.l.e.g.log.Warn("handing a connection over", "error", err)
+		if err != errFlood {
+			cc.l.e.g.log.Warn("handing a connection over", "error", err)
+		}
 		return gnet.Close
 	}
 	cc.l.e.handovers.Add(1)
@@ -331,7 +376,14 @@ func (cc *clientConn) attempt() {
 	cc.gen++ // a timer of an earlier attempt finds it ended
 	cc.adm = adm
 	cc.state = stateBusy
-	if d := rt.policies.timeout; d > 0 {
+	// The route's timeout, or the upstream's response_header_timeout when
+	// it is shorter (or the route has none), ends an attempt without its
+	// response.
+	d := rt.policies.timeout
+	if w := rt.pool.cfg.ResponseHeaderTimeout.D(); w > 0 && (d <= 0 || w < d) {
+		d = w
+	}
+	if d > 0 {
 		gen, l := cc.gen, cc.l
 		cc.timer = rt.clock.AfterFunc(d, func() { l.e.execute(l, func() { cc.timeout(gen) }) })
 	}
@@ -545,7 +597,7 @@ func (cc *clientConn) ready() {
 		cc.in = nil // do not keep a large body's buffer
 	}
 	cc.body = nil
-	cc.state, cc.pollDelay = stateIdle, 0
+	cc.state, cc.pollDelay, cc.outSince = stateIdle, 0, time.Time{}
 	cc.deadline = time.Now().Add(cc.l.e.g.state.Load().cfg.Server.IdleTimeout.D())
 	if !cc.gone && (cc.closeNext || c.InboundBuffered() > 0) {
 		_ = c.Wake(nil) // close, or serve the next request already here

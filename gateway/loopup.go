@@ -16,10 +16,6 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// dialTimeout bounds connecting to a target from a loop (as fasthttp's
-// default dialer does); a route's timeout, when shorter, ends it sooner.
-const dialTimeout = 3 * time.Second
-
 // maxResponseHeader bounds a response's headers read on a loop.
 const maxResponseHeader = 64 << 10
 
@@ -63,14 +59,15 @@ func (l *loop) putIdle(up *upConn) {
 	l.idle[up.t] = append(l.idle[up.t], up)
 }
 
-// dial connects to t for cc's request, off the loop; the connection joins
-// the loop, which sends the request when it opens.
+// dial connects to t for cc's request, off the loop, within t's
+// connect_timeout (a route's timeout, when shorter, ends it sooner); the
+// connection joins the loop, which sends the request when it opens.
 func dial(cc *clientConn, t *target) {
 	up := &upConn{l: cc.l, t: t, cc: cc}
 	cc.up = up
-	el, addr := cc.c.EventLoop(), t.client.Addr
+	el, addr, timeout := cc.c.EventLoop(), t.client.Addr, t.connect
 	go func() {
-		nc, err := net.DialTimeout("tcp", addr, dialTimeout)
+		nc, err := net.DialTimeout("tcp", addr, timeout)
 		if err == nil {
 			var res <-chan gnet.RegisteredResult
 			if res, err = el.Enroll(gnet.NewContext(context.Background(), up), nc); err == nil {
@@ -201,15 +198,19 @@ func (up *upConn) traffic() gnet.Action {
 				return up.forward(&h, buf[hlen:need], need, len(buf) == need)
 			}
 		}
+		if bothFramings(buf[:hlen]) {
+			return up.fail(errFraming)
+		}
 		resp.Reset()
 		resp.Header.SetNoDefaultContentType(true)
 		if err := resp.Header.Read(up.l.reader(buf[:hlen])); err != nil {
 			return up.fail(err)
 		}
+		resp.Header.SetProtocol(http11) // as readResponse does
 		code, cl := resp.StatusCode(), resp.Header.ContentLength()
 		switch {
 		case code == fasthttp.StatusSwitchingProtocols:
-			return up.fail(errors.New("gateway: unexpected 101 response"))
+			return up.fail(errUnexpected101)
 		case code >= 100 && code < 200:
 			if up.interim++; up.interim > 10 {
 				return up.fail(errors.New("gateway: too many interim responses"))
@@ -295,6 +296,7 @@ func (up *upConn) stream(hlen, cl int) gnet.Action {
 	}
 	br := bufio.NewReader(nc)
 	body := newConnBody(br, cl)
+	body.conn, body.trip = nc, trip{deadline: cc.streamDeadline, wait: up.t.wait}
 	body.start(br, keep, func(reuse bool) { cc.streamReuse = reuse && br.Buffered() == 0 })
 	cc.ctx.Response.SetBodyStream(body, cl)
 	cc.upstreamDone(&cc.ctx.Response, nil)
@@ -334,6 +336,14 @@ func (cc *clientConn) streamResponse(nc net.Conn) {
 	if dl := cc.streamDeadline; !dl.IsZero() {
 		_ = nc.SetDeadline(dl)
 		_ = up.SetDeadline(dl)
+	}
+	if wt := cc.l.e.g.state.Load().cfg.Server.WriteTimeout.D(); wt > 0 {
+		dl := time.Now().Add(wt) // for the headers; then per read (paceClient)
+		if !cc.streamDeadline.IsZero() && cc.streamDeadline.Before(dl) {
+			dl = cc.streamDeadline
+		}
+		_ = nc.SetWriteDeadline(dl)
+		paceClient(ctx.Response.BodyStream(), nc, wt)
 	}
 	if cc.wantClose || cc.l.e.draining.Load() {
 		ctx.Response.SetConnectionClose()

@@ -80,11 +80,12 @@ type exchange struct {
 	direct *fasthttp.Response
 	rl     [64]byte                                          // room for the RateLimit header value
 	call   func(context.Context) (*fasthttp.Response, error) // x.attempt
+	watch  *clientWatch                                      // cuts the attempts when the client leaves
 }
 
-// reset clears x for reuse, keeping its buffers and call.
+// reset clears x for reuse, keeping its buffers, call and watch.
 func (x *exchange) reset() *exchange {
-	*x = exchange{xff: x.xff[:0], call: x.call}
+	*x = exchange{xff: x.xff[:0], call: x.call, watch: x.watch}
 	return x
 }
 
@@ -113,12 +114,12 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 		resp = fasthttp.AcquireResponse()
 	}
 	t.inflight.Add(1)
-	var deadline time.Time
+	tr := trip{wait: t.wait, cut: &x.watch.cut}
 	if dl, ok := ctx.Deadline(); ok {
 		// The deadline is on the gateway's clock (a fake one in tests).
-		deadline = time.Now().Add(dl.Sub(x.rt.clock.Now()))
+		tr.deadline = time.Now().Add(dl.Sub(x.rt.clock.Now()))
 	}
-	err := roundTrip(t.client, req, resp, deadline)
+	err := roundTrip(t.client, req, resp, tr)
 	t.inflight.Add(-1)
 	// The outcomes carry no latency: the passive-health breaker counts
 	// failures in a row only (it ignores latency), so the attempt is not
@@ -281,7 +282,10 @@ func upstreamError(t *target, err error) *UpstreamError {
 	ue := &UpstreamError{Target: t.url, Err: err}
 	var op *net.OpError
 	switch {
-	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, fasthttp.ErrDialTimeout), errors.As(err, &op) && op.Op == "dial" && op.Timeout():
+		// connect_timeout: a timeout the target never saw the request of.
+		ue.Err, ue.Connect = fmt.Errorf("%w: %v", sluice.ErrTimeout, err), true
+	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		ue.Err = fmt.Errorf("%w: %v", sluice.ErrTimeout, err)
 	case errors.As(err, &op) && op.Op == "dial", errors.Is(err, fasthttp.ErrNoFreeConns):
 		ue.Connect = true
@@ -368,12 +372,13 @@ func isHop(k, connection []byte) bool {
 type upstreamBody struct {
 	r    io.Reader
 	resp *fasthttp.Response
+	held bool // Close does nothing: the body outlives its response (see hold)
 }
 
 func (b *upstreamBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 func (b *upstreamBody) Close() error {
-	if b.resp != nil {
+	if b.resp != nil && !b.held {
 		releaseResponse(b.resp)
 		b.resp = nil
 	}

@@ -2,9 +2,12 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http/httputil"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,21 +24,52 @@ const smallBody = 64 << 10
 // dropped) so that its connection can be used again.
 const maxTrailer = 8 << 10
 
+// trip bounds one exchange with a target.
+type trip struct {
+	// deadline is the attempt's end (a route's timeout); zero means none.
+	deadline time.Time
+	// wait bounds each wait for the target once the request is sent: for
+	// the response's headers (and a body read whole), then between two
+	// reads of a streamed body (target.wait); zero means none.
+	wait time.Duration
+	// cut, when not nil, ends the exchange when its client leaves.
+	cut *interrupt
+}
+
+// waitUntil returns when a wait for the target that starts now ends.
+func (tr *trip) waitUntil(now time.Time) time.Time {
+	if tr.wait <= 0 {
+		return tr.deadline
+	}
+	w := now.Add(tr.wait)
+	if tr.deadline.IsZero() || w.Before(tr.deadline) {
+		return w
+	}
+	return tr.deadline
+}
+
 // roundTrip sends req over one of hc's connections and reads the response
 // into resp: its headers, and its body whole when it is small, else as a
-// stream that gives the connection back once read to its end. A zero
-// deadline means none. It is HostClient.Do with the body decided by its
-// size, which a streaming HostClient cannot do (it streams every body).
+// stream that gives the connection back once read to its end. It is
+// HostClient.Do with the body decided by its size, which a streaming
+// HostClient cannot do (it streams every body).
+//
+// A pooled connection with bytes to read before the request is sent (the
+// target sent more than its last response: a body after a 204, unasked
+// data) or that the target has closed is closed and another taken, so that
+// stray bytes never reach another client; so is one that holds bytes after
+// the response it carried. (TLS connections are not checked before a
+// request: their records cannot be told apart without reading them.)
 //
 // When a pooled connection turns out closed by the target before any byte
 // of the response (it closed an idle connection as the request went out),
 // the target did not process the request, and one that may be sent twice
 // (idempotent method or an Idempotency-Key, and a body that is not a
 // stream) is sent once more on another connection, as Go's net/http does.
-func roundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
-	err := roundTripOnce(hc, req, resp, deadline)
+func roundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, tr trip) error {
+	err := roundTripOnce(hc, req, resp, &tr)
 	if err != nil && stale(err) && replayable(req) {
-		err = roundTripOnce(hc, req, resp, deadline)
+		err = roundTripOnce(hc, req, resp, &tr)
 	}
 	if errors.Is(err, io.EOF) {
 		err = fasthttp.ErrConnectionClosed
@@ -55,43 +89,58 @@ func replayable(req *fasthttp.Request) bool {
 	return !req.IsBodyStream() && (idempotent(req.Header.Method()) || len(req.Header.Peek("Idempotency-Key")) > 0)
 }
 
-func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
+// maxDirty bounds how many pooled connections with stray bytes one
+// attempt closes before it dials a new one.
+const maxDirty = 4
+
+func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, tr *trip) error {
 	var timeout time.Duration
-	if !deadline.IsZero() {
-		if timeout = time.Until(deadline); timeout <= 0 {
+	if !tr.deadline.IsZero() {
+		if timeout = time.Until(tr.deadline); timeout <= 0 {
 			return fasthttp.ErrTimeout
 		}
 	}
 	cc, err := hc.AcquireConn(timeout, req.ConnectionClose())
+	for dirty := 0; err == nil && dirty < maxDirty && strayBytes(cc.Conn()); dirty++ {
+		hc.CloseConn(cc)
+		cc, err = hc.AcquireConn(timeout, req.ConnectionClose())
+	}
 	if err != nil {
 		return err
 	}
 	conn := cc.Conn()
-	// Always set: a deadline left by an earlier request must not cut this
-	// one, and clearing one that is not armed costs little.
-	if err := conn.SetDeadline(deadline); err != nil {
+	if err := tr.cut.set(conn); err != nil {
 		hc.CloseConn(cc)
 		return err
 	}
-	bw := hc.AcquireWriter(conn)
-	err = req.Write(bw)
+	// Always set: a deadline left by an earlier request must not cut this
+	// one, and clearing one that is not armed costs little.
+	err = conn.SetDeadline(tr.waitUntil(time.Now()))
 	if err == nil {
-		err = bw.Flush()
+		bw := hc.AcquireWriter(conn)
+		err = req.Write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		hc.ReleaseWriter(bw)
 	}
-	hc.ReleaseWriter(bw)
 	if err != nil {
 		hc.CloseConn(cc)
-		return timeoutError(err)
+		return tr.cut.clear(timeoutError(err))
 	}
 
 	br := hc.AcquireReader(conn)
-	err = readResponse(br, resp, req.Header.IsHead())
+	err = tr.cut.clear(readResponse(br, resp, req.Header.IsHead()))
 	// Decided now: the gateway strips the response's Connection header
 	// before the body is sent.
 	keep := err == nil && !req.ConnectionClose() && !resp.ConnectionClose()
 	if err == nil && resp.IsBodyStream() {
 		// The connection is the body's until it has been read.
-		resp.BodyStream().(*connBody).start(br, keep, func(reuse bool) {
+		body := resp.BodyStream().(*connBody)
+		body.conn, body.trip = conn, *tr
+		body.trip.cut = nil // the client's side ends the stream itself
+		body.start(br, keep, func(reuse bool) {
+			reuse = reuse && br.Buffered() == 0
 			hc.ReleaseReader(br)
 			if reuse {
 				hc.ReleaseConn(cc)
@@ -101,6 +150,7 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 		})
 		return nil
 	}
+	keep = keep && br.Buffered() == 0 // bytes after the response: not HTTP
 	hc.ReleaseReader(br)
 	if keep {
 		hc.ReleaseConn(cc)
@@ -117,10 +167,26 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 	resp.Reset()
 	resp.Header.SetNoDefaultContentType(true) // as the gateway's server: send only the target's
 	for interim := 0; ; interim++ {
+		if _, err := br.Peek(1); err != nil {
+			return err
+		}
+		if b, _ := br.Peek(br.Buffered()); bothFramings(b) {
+			return errFraming
+		}
 		if err := resp.Header.Read(br); err != nil {
 			return err
 		}
-		if code := resp.StatusCode(); code >= 200 || code < 100 || code == fasthttp.StatusSwitchingProtocols {
+		// The answer to the client is the gateway's own message, in its
+		// version: an HTTP/1.0 status line on a body the gateway frames
+		// (chunked) would leave the client to read up to the close.
+		resp.Header.SetProtocol(http11)
+		code := resp.StatusCode()
+		if code == fasthttp.StatusSwitchingProtocols {
+			// Only a request to upgrade may be answered 101, and the
+			// gateway forwards none (Upgrade is hop-by-hop).
+			return errUnexpected101
+		}
+		if code >= 200 || code < 100 {
 			break
 		}
 		if interim == 10 {
@@ -137,6 +203,47 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 	}
 	resp.SetBodyStream(newConnBody(br, cl), cl)
 	return nil
+}
+
+// errUnexpected101 is the error of a 101 (Switching Protocols) response to
+// a request that asked for no upgrade.
+var errUnexpected101 = errors.New("gateway: unexpected 101 response")
+
+// errFraming is the error of a response with both a Content-Length and a
+// Transfer-Encoding: which of them frames the body is a guess (RFC 9112
+// section 6.3 lets Transfer-Encoding win, and asks to close the connection
+// after), and the mismatch is how responses are split, so the gateway
+// refuses it, as nginx does.
+var errFraming = errors.New("gateway: response with both Content-Length and Transfer-Encoding")
+
+// bothFramings reports whether the header section at the start of b (the
+// whole of b when it does not end there) has both a Content-Length and a
+// Transfer-Encoding field.
+func bothFramings(b []byte) bool {
+	cl, te := false, false
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(line) <= 1 { // "\r" or "": the end of the section
+			break
+		}
+		switch line[0] | 0x20 {
+		case 'c':
+			cl = cl || hasName(line, "content-length:")
+		case 't':
+			te = te || hasName(line, "transfer-encoding:")
+		}
+	}
+	return cl && te
+}
+
+// hasName reports whether line starts with name, in any case.
+func hasName(line []byte, name string) bool {
+	return len(line) >= len(name) && strings.EqualFold(string(line[:len(name)]), name)
 }
 
 // timeoutError maps a network timeout to fasthttp.ErrTimeout.
@@ -164,6 +271,17 @@ type connBody struct {
 	keep    bool             // the connection may be used again
 	clean   bool             // the body was read to its end
 	done    func(reuse bool) // nil once called
+
+	// When set, each read gives conn, the target's connection, a read
+	// deadline (trip.waitUntil), and each read that brings bytes gives
+	// client, the client's connection, a write deadline send from then
+	// (server.write_timeout; not past trip.deadline): a target that stalls,
+	// or a client that stops reading, ends the stream.
+	conn   net.Conn
+	trip   trip
+	client net.Conn
+	send   time.Duration
+	held   bool // Close does nothing: the body outlives its response (see hold)
 }
 
 // newConnBody returns a body of cl bytes (-1: chunked; -2: up to the
@@ -183,6 +301,33 @@ func (b *connBody) start(br *bufio.Reader, keep bool, done func(reuse bool)) {
 }
 
 func (b *connBody) Read(p []byte) (int, error) {
+	if b.conn != nil && b.trip.wait > 0 {
+		_ = b.conn.SetReadDeadline(b.trip.waitUntil(time.Now()))
+	}
+	n, err := b.read(p)
+	if n > 0 && b.client != nil && b.send > 0 {
+		dl := time.Now().Add(b.send)
+		if !b.trip.deadline.IsZero() && b.trip.deadline.Before(dl) {
+			dl = b.trip.deadline
+		}
+		_ = b.client.SetWriteDeadline(dl)
+	}
+	return n, err
+}
+
+// paceClient makes the client's connection c, with server.write_timeout
+// d, the one the body of a response streaming from a target goes to (see
+// connBody). body is the response's body stream.
+func paceClient(body io.Reader, c net.Conn, d time.Duration) {
+	switch b := body.(type) {
+	case *connBody:
+		b.client, b.send = c, d
+	case *upstreamBody:
+		paceClient(b.r, c, d)
+	}
+}
+
+func (b *connBody) read(p []byte) (int, error) {
 	switch {
 	case b.clean:
 		return 0, io.EOF
@@ -217,7 +362,7 @@ func (b *connBody) Read(p []byte) (int, error) {
 }
 
 func (b *connBody) Close() error {
-	if b.done != nil {
+	if b.done != nil && !b.held {
 		b.done(b.keep && b.clean)
 		b.done = nil
 	}

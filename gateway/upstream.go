@@ -3,6 +3,7 @@ package gateway
 import (
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,11 @@ type target struct {
 	// passive is the target's own breaker: it stops sending to a target that
 	// keeps failing, whatever the route's policies are.
 	passive passiveHealth
+	// wait bounds each wait for the target's answer: for its headers, then
+	// between two reads of a streamed body (response_header_timeout).
+	wait time.Duration
+	// connect bounds connecting to the target (connect_timeout).
+	connect time.Duration
 }
 
 // passiveHealth is what a target needs of its breaker. The outcomes it is
@@ -37,14 +43,21 @@ type passiveHealth interface {
 }
 
 // upstreamClient returns the connection pool of one target, for
-// roundTrip. A connection unused for idle is closed.
-func upstreamClient(u *url.URL, maxConns int, idle time.Duration) *fasthttp.HostClient {
+// roundTrip. A connection unused for idle is closed; connecting takes at
+// most connect (less when the request's deadline is sooner).
+func upstreamClient(u *url.URL, maxConns int, idle, connect time.Duration) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
 		Addr:                     hostPort(u),
 		IsTLS:                    u.Scheme == "https",
 		MaxConns:                 maxConns,
 		MaxIdleConnDuration:      idle,
 		NoDefaultUserAgentHeader: true,
+		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
+			if timeout <= 0 || timeout > connect {
+				timeout = connect
+			}
+			return fasthttp.DialTimeout(addr, timeout)
+		},
 	}
 }
 
@@ -149,7 +162,7 @@ func newPool(name string, cfg *config.Upstream, g *Gateway) *pool {
 	p := &pool{name: name, cfg: cfg, pick: balancers[cfg.Balance], clock: g.clock, log: g.log, done: make(chan struct{})}
 	for _, raw := range cfg.Targets {
 		u, _ := url.Parse(raw) // validated by config
-		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D())}
+		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D(), cfg.ConnectTimeout.D()), wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D()}
 		t.healthy.Store(true)
 		b, err := breaker.New(breaker.Options{
 			Name:                "target " + raw,

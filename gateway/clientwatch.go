@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// watchDelay is how long a request waits for its upstream before the
+// goroutine engine starts watching its client's connection (see
+// clientWatch): most requests are answered sooner, and spare the watch.
+const watchDelay = 100 * time.Millisecond
+
+// aLongTimeAgo is a deadline that has passed: setting it ends the I/O in
+// progress.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// interrupt cuts an exchange with a target short when its client leaves:
+// fire gives the connection in use a deadline that has passed, and the
+// exchange then fails with the error fire was given. The zero value is
+// ready; a nil *interrupt never fires.
+type interrupt struct {
+	mu   sync.Mutex // protects conn and err
+	conn net.Conn   // the target connection in use; nil between exchanges
+	err  error      // why the exchange was cut; nil until then
+}
+
+// set makes c the connection in use, or returns the cut's error when the
+// exchange was cut already.
+func (i *interrupt) set(c net.Conn) error {
+	if i == nil {
+		return nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.err != nil {
+		return i.err
+	}
+	i.conn = c
+	return nil
+}
+
+// clear ends the use of the connection: it returns err, or the cut's
+// error when the exchange was cut (whatever err is: the connection then
+// has a deadline that has passed, and must be closed).
+func (i *interrupt) clear(err error) error {
+	if i == nil {
+		return err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.conn = nil
+	if i.err != nil {
+		return i.err
+	}
+	return err
+}
+
+func (i *interrupt) fire(err error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.err == nil {
+		i.err = err
+	}
+	if i.conn != nil {
+		_ = i.conn.SetDeadline(aLongTimeAgo)
+	}
+}
+
+// clientWatch cancels a request on the goroutine engine whose client
+// closes its connection while the request waits for its upstream, as
+// nginx does: the attempt under way is cut (its upstream connection is
+// closed, not pooled) and no other starts. After watchDelay a goroutine
+// waits for the client's connection to turn readable and peeks at it: the
+// end of the stream (or a reset) fires cut with errClientGone, while bytes
+// (a pipelined request) end the watch. A client that only shuts down its
+// sending side is taken to have left, as by nginx. Once made with init, a
+// clientWatch serves one request after another (arm, then stop).
+type clientWatch struct {
+	cut   interrupt
+	timer *time.Timer // starts the watch
+
+	mu   sync.Mutex    // protects conn and done
+	conn net.Conn      // the client's connection; nil when not armed
+	done chan struct{} // closed when the watching goroutine returns; nil when none runs
+}
+
+func (w *clientWatch) init() {
+	w.timer = time.AfterFunc(time.Hour, w.start)
+	w.timer.Stop()
+}
+
+// arm watches c from watchDelay on, for the request that starts now.
+func (w *clientWatch) arm(c net.Conn) {
+	w.cut = interrupt{}
+	w.mu.Lock()
+	w.conn = c
+	w.mu.Unlock()
+	w.timer.Reset(watchDelay)
+}
+
+// stop ends the watch, and waits for its goroutine to return.
+func (w *clientWatch) stop() {
+	w.timer.Stop()
+	w.mu.Lock()
+	c, done := w.conn, w.done
+	w.conn, w.done = nil, nil
+	w.mu.Unlock()
+	if done != nil {
+		_ = c.SetReadDeadline(aLongTimeAgo) // ends the wait
+		<-done
+		_ = c.SetReadDeadline(time.Time{}) // the server sets its own next
+	}
+}
+
+func (w *clientWatch) start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.conn == nil || w.done != nil {
+		return
+	}
+	sc, ok := w.conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	done := make(chan struct{})
+	w.done = done
+	go func() {
+		defer close(done)
+		if left(raw) {
+			w.cut.fire(errClientGone)
+		}
+	}()
+}

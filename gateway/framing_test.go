@@ -1,0 +1,104 @@
+package gateway_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestUnaskedUpgrade has a target answer 101 Switching Protocols to a
+// request that asked for no upgrade (the gateway forwards none yet): the
+// client gets a 502 at once, the target's connection is closed, and the
+// next request is served.
+func TestUnaskedUpgrade(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := sickUpstream(t, func(c net.Conn, r *http.Request) {
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+			untilClosed(c)
+		})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.addr))
+		c, br := dialClient(t, gw.Addr)
+		if resp, body, err := roundTripRaw(t, c, br, "GET", "/upgrade"); err != nil || resp.StatusCode != 502 {
+			t.Fatalf("%v %q %v, want 502", resp, body, err)
+		}
+		eventually(t, "the target's connection to close", func() bool { return up.open.Load() == 0 })
+		if resp, body, err := roundTripRaw(t, c, br, "GET", "/ok"); err != nil || body != "ok" {
+			t.Fatalf("next request: %v %q %v", resp, body, err)
+		}
+	})
+}
+
+// TestCloseDelimitedResponse has targets answer with a body that ends
+// with their connection (HTTP/1.0, or HTTP/1.1 without a length): an
+// HTTP/1.1 client on a kept-alive connection gets it in an HTTP/1.1
+// response, chunked (as from nginx), whole and ended by the last chunk,
+// and its connection serves the next request. (It was sent chunked under
+// the target's HTTP/1.0 status line, which the client reads up to the
+// close.) An HTTP/1.0 client, which cannot read chunks, gets the body as
+// it came, ended by the close. (It was sent chunked.)
+func TestCloseDelimitedResponse(t *testing.T) {
+	body := strings.Repeat("close-delimited ", 8<<10) // 128 KiB: streamed
+	for _, tt := range []struct{ name, head string }{
+		{"HTTP/1.0", "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n"},
+		{"HTTP/1.1 without a length", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n"},
+		{"small", "HTTP/1.0 200 OK\r\n\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want := body
+			if tt.name == "small" {
+				want = "small body"
+			}
+			forEngines(t, func(t *testing.T, engine string) {
+				up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+					serveRequests(c, br, func(r *http.Request) bool {
+						if r.URL.Path == "/ok" {
+							_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+							return err == nil
+						}
+						io.WriteString(c, tt.head+want)
+						return false // the end of the body
+					})
+				})
+				gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.addr))
+				c, br := dialClient(t, gw.Addr)
+				resp, got, err := roundTripRaw(t, c, br, "GET", "/doc")
+				if err != nil || resp.StatusCode != 200 || got != want {
+					t.Fatalf("%v, %d bytes, %v; want 200 and %d bytes", resp, len(got), err, len(want))
+				}
+				if len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" || resp.Close {
+					t.Errorf("framing: Transfer-Encoding %q, close %v; want chunked on a kept-alive connection", resp.TransferEncoding, resp.Close)
+				}
+				if resp, got, err := roundTripRaw(t, c, br, "GET", "/ok"); err != nil || got != "ok" {
+					t.Fatalf("next request on the connection: %v %q %v", resp, got, err)
+				}
+
+				c10, br10 := dialClient(t, gw.Addr)
+				io.WriteString(c10, "GET /doc HTTP/1.0\r\nHost: x\r\n\r\n")
+				resp, err = http.ReadResponse(br10, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				if err != nil || string(b) != want || len(resp.TransferEncoding) != 0 || resp.ContentLength != -1 {
+					t.Fatalf("HTTP/1.0 client: %d bytes, %v, Transfer-Encoding %q, Content-Length %d; want %d bytes ended by the close",
+						len(b), err, resp.TransferEncoding, resp.ContentLength, len(want))
+				}
+			})
+		})
+	}
+}
