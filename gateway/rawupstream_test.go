@@ -26,6 +26,7 @@ type rawUpstream struct {
 // is then closed).
 func startRaw(t testing.TB, serve func(c net.Conn, br *bufio.Reader)) *rawUpstream {
 	t.Helper()
+	checkLeaks(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
