@@ -350,7 +350,21 @@ func TestTimeoutOnTheRealClock(t *testing.T) {
 		OnRedisError: func(err error) { errs <- err },
 	}, srv.Addr)
 	l := ratelimit.Limit{Algorithm: ratelimit.SlidingLog, Limit: 10, Period: time.Hour}
-	allow(t, s, "real", l, 1)
+	// decided returns the first decision Redis makes (allowed: failing
+	// closed, only Redis allows), for a loaded machine may take longer than
+	// the Timeout; attempts are bounded.
+	decided := func() ratelimit.Decision {
+		t.Helper()
+		for range 50 {
+			if d := allow(t, s, "real", l, 1); d.Allowed {
+				return d
+			}
+			<-errs
+		}
+		t.Fatal("Redis never decided in 50 attempts")
+		return ratelimit.Decision{}
+	}
+	first := decided()
 
 	srv.Pause()
 	cancellable, cancel := context.WithCancel(context.Background())
@@ -365,8 +379,9 @@ func TestTimeoutOnTheRealClock(t *testing.T) {
 		}
 	}
 	srv.Resume()
-	// The timed-out calls may still have been applied when Redis resumed.
-	if d := allow(t, s, "real", l, 1); !d.Allowed || d.Remaining < 5 || d.Remaining > 8 {
-		t.Errorf("after the pause: %+v, want allowed by Redis with 5 to 8 remaining", d)
+	// The timed-out calls may still have been applied when Redis resumed;
+	// the first call's event is in the log.
+	if d := decided(); d.Remaining >= first.Remaining {
+		t.Errorf("after the pause: %+v, want allowed by Redis with fewer than %d remaining", d, first.Remaining)
 	}
 }
