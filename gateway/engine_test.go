@@ -251,3 +251,47 @@ func TestRequestInPieces(t *testing.T) {
 		}
 	})
 }
+
+// TestDateAndServerAlike: on both engines every answer, the target's or
+// the gateway's own, carries the gateway's Date (the time it leaves, as
+// nginx sends it), the target's Server passes, and the gateway adds none.
+func TestDateAndServerAlike(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, func(i int, r seenRequest) string {
+			switch r.Target {
+			case "/bare":
+				return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+			case "/fail":
+				return "HTTP/1.1 503 Service Unavailable\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Length: 2\r\n\r\nno"
+			}
+			return "HTTP/1.1 200 OK\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nServer: upstream/1\r\nContent-Length: 2\r\n\r\nok"
+		})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: limited, match: {path_prefix: /limited}, upstream: up, policies: {rate_limit: {limit: 1, period: 1h}}}
+  - {name: all, upstream: up}
+`, engine, u.addr))
+		for _, tt := range []struct{ raw, server string }{
+			{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "upstream/1"},
+			{"GET /bare HTTP/1.1\r\nHost: x\r\n\r\n", ""},
+			{"GET /fail HTTP/1.1\r\nHost: x\r\n\r\n", ""},
+			{"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "upstream/1"},
+			{"get / HTTP/1.1\r\nHost: x\r\n\r\n", ""},
+			{"GET /limited HTTP/1.1\r\nHost: x\r\n\r\n", "upstream/1"},
+			{"GET /limited HTTP/1.1\r\nHost: x\r\n\r\n", ""}, // 429
+			{"GET /none HTTP/1.1\r\nHost: no.route\r\n\r\n", "upstream/1"},
+		} {
+			r := exchangeRaw(t, gw.Addr, tt.raw, 1)[0]
+			date, err := http.ParseTime(r.Header.Get("Date"))
+			if err != nil || date.Year() < 2025 || len(r.Header.Values("Date")) != 1 {
+				t.Errorf("%q: Date %q, want one of the gateway's", tt.raw, r.Header.Values("Date"))
+			}
+			if got := r.Header.Values("Server"); (tt.server == "" && len(got) != 0) || (tt.server != "" && (len(got) != 1 || got[0] != tt.server)) {
+				t.Errorf("%q: Server %q, want %q", tt.raw, got, tt.server)
+			}
+		}
+	})
+}

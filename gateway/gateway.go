@@ -119,7 +119,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
 	g.server = &fasthttp.Server{
 		Handler:                      g.handle,
-		Name:                         "sluice",
 		ReadTimeout:                  cfg.Server.ReadHeaderTimeout.D(),
 		IdleTimeout:                  cfg.Server.IdleTimeout.D(),
 		WriteTimeout:                 cfg.Server.WriteTimeout.D(), // a bound per write for streams: see paceClient
@@ -127,9 +126,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ReadBufferSize:               cfg.Server.MaxHeaderBytes,
 		StreamRequestBody:            true,
 		DisablePreParseMultipartForm: true,
-		NoDefaultServerHeader:        true,
+		NoDefaultServerHeader:        true, // no Server header of the gateway's: the target's passes
 		NoDefaultContentType:         true,
-		NoDefaultDate:                true,
 		LazyRequestTime:              true, // the gateway times requests itself
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{g.log},

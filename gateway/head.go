@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strconv"
+	"time"
 )
 
 // The event loops read the heads of plain HTTP/1.1 messages themselves
@@ -204,19 +205,21 @@ func parseResponse(b []byte, h *respHead) bool {
 func (h *respHead) close() bool { return hasToken(h.connection, "close") }
 
 // appendResponse appends the response h, whose body is body, as it goes to
-// the client: its hop-by-hop headers dropped, the rate limit's headers
-// (RateLimit-Policy: policy, RateLimit: rl) replacing the target's when rl
-// is not empty, and Connection: close when closing.
-func appendResponse(dst []byte, h *respHead, policy, rl []byte, closing bool, body []byte) []byte {
+// the client: its hop-by-hop headers dropped, its Date replaced by the
+// gateway's of now (see appendDate), the rate limit's headers (RateLimit-Policy:
+// policy, RateLimit: rl) replacing the target's when rl is not empty, and
+// Connection: close when closing.
+func appendResponse(dst []byte, h *respHead, policy, rl []byte, closing bool, body []byte, now time.Time) []byte {
 	dst = append(dst, h.status...)
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !isHop(k, h.connection) && (len(rl) == 0 || !rateLimitHeader(k)) {
+		if !isHop(k, h.connection) && (len(rl) == 0 || !rateLimitHeader(k)) && !equalName(k, "Date") {
 			dst = append(dst, line...)
 		}
 		b = b[len(line):]
 	}
+	dst = appendDate(dst, now)
 	if len(rl) > 0 {
 		dst = append(dst, "RateLimit-Policy: "...)
 		dst = append(dst, policy...)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -117,7 +118,7 @@ func TestAppendRequest(t *testing.T) {
 
 func TestParseAndAppendResponse(t *testing.T) {
 	b := crlf("HTTP/1.1 200 OK\nContent-Type: text/plain\nContent-Length: 3\nConnection: keep-alive, X-Hop\n" +
-		"X-Hop: 1\nKeep-Alive: timeout=5\nRateLimit: forged\nServer: up\n\n")
+		"X-Hop: 1\nKeep-Alive: timeout=5\nRateLimit: forged\nServer: up\nDate: Mon, 01 Jan 2024 00:00:00 GMT\n\n")
 	var h respHead
 	if !parseResponse(b, &h) {
 		t.Fatal("refused")
@@ -125,14 +126,16 @@ func TestParseAndAppendResponse(t *testing.T) {
 	if h.code != 200 || h.cl != 3 || h.close() {
 		t.Errorf("code %d, cl %d, close %v", h.code, h.cl, h.close())
 	}
-	got := string(appendResponse(nil, &h, []byte(`"r";q=5;w=1`), []byte(`"r";r=4;t=1`), true, []byte("abc")))
+	now := time.Date(2026, 12, 1, 16, 1, 20, 0, time.UTC)
+	got := string(appendResponse(nil, &h, []byte(`"r";q=5;w=1`), []byte(`"r";r=4;t=1`), true, []byte("abc"), now))
 	want := string(crlf("HTTP/1.1 200 OK\nContent-Type: text/plain\nContent-Length: 3\nServer: up\n" +
+		"Date: Tue, 01 Dec 2026 16:01:20 GMT\n" +
 		"RateLimit-Policy: \"r\";q=5;w=1\nRateLimit: \"r\";r=4;t=1\nConnection: close\n\nabc"))
 	if got != want {
 		t.Errorf("client response:\n%q\nwant\n%q", got, want)
 	}
 	// Without a rate-limit decision the target's own headers pass.
-	if got := string(appendResponse(nil, &h, nil, nil, false, nil)); !strings.Contains(got, "RateLimit: forged\r\n") {
+	if got := string(appendResponse(nil, &h, nil, nil, false, nil, now)); !strings.Contains(got, "RateLimit: forged\r\n") {
 		t.Errorf("target's RateLimit dropped without a decision: %q", got)
 	}
 

@@ -569,7 +569,7 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 			policy = cc.rt.limit.policy
 		}
 		l := cc.l
-		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body)
+		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now())
 		if l.write(cc.c) != nil {
 			cc.closeNext = true
 		}
