@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -73,14 +74,19 @@ func startRaw(t testing.TB, serve func(c net.Conn, br *bufio.Reader)) *rawUpstre
 
 // serveRequests reads requests from br one after another, and answers each
 // with answer(path); it returns at the connection's end or when answer
-// returns false.
+// returns false. Each request's body is read whole before answer is
+// called, which may read it again.
 func serveRequests(c net.Conn, br *bufio.Reader, answer func(r *http.Request) bool) {
 	for {
 		r, err := http.ReadRequest(br)
 		if err != nil {
 			return
 		}
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		if !answer(r) {
 			return
 		}

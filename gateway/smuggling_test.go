@@ -20,8 +20,9 @@ type seenRequest struct {
 }
 
 // wireUpstream is an upstream that parses what it receives with net/http's
-// strict request reader, message by message, and records every message; it
-// answers each with respond, or with a 200 naming the message's index.
+// strict request reader, message by message (serveRequests), and records
+// every message; it answers each with respond, or with a 200 naming the
+// message's index.
 type wireUpstream struct {
 	addr    string
 	mu      sync.Mutex // protects seen
@@ -31,52 +32,24 @@ type wireUpstream struct {
 
 func startWireUpstream(t *testing.T, respond func(i int, r seenRequest) string) *wireUpstream {
 	t.Helper()
-	checkLeaks(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &wireUpstream{addr: ln.Addr().String(), respond: respond}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	u := &wireUpstream{respond: respond}
+	u.addr = startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		serveRequests(c, br, func(req *http.Request) bool {
+			body, _ := io.ReadAll(req.Body)
+			r := seenRequest{Method: req.Method, Target: req.RequestURI, Header: req.Header, Body: string(body)}
+			u.mu.Lock()
+			i := len(u.seen)
+			u.seen = append(u.seen, r)
+			u.mu.Unlock()
+			answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%d", len(fmt.Sprint(i)), i)
+			if u.respond != nil {
+				answer = u.respond(i, r)
 			}
-			wg.Go(func() { u.serve(c) })
-		}
-	})
+			_, err := io.WriteString(c, answer)
+			return err == nil
+		})
+	}).addr
 	return u
-}
-
-func (u *wireUpstream) serve(c net.Conn) {
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(waitLimit))
-	br := bufio.NewReader(c)
-	for {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			return
-		}
-		r := seenRequest{Method: req.Method, Target: req.RequestURI, Header: req.Header, Body: string(body)}
-		u.mu.Lock()
-		i := len(u.seen)
-		u.seen = append(u.seen, r)
-		u.mu.Unlock()
-		answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%d", len(fmt.Sprint(i)), i)
-		if u.respond != nil {
-			answer = u.respond(i, r)
-		}
-		if _, err := io.WriteString(c, answer); err != nil {
-			return
-		}
-	}
 }
 
 func (u *wireUpstream) requests() []seenRequest {
