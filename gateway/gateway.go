@@ -12,11 +12,8 @@
 // that serves it, with the gateway's own round trip over fasthttp's
 // connection pools (roundtrip.go). "goroutine" uses that engine alone. A
 // response body up to 64 KiB is read whole; a larger one streams: a slow
-// client paces the upstream through bounded buffers. On the project's
-// two-core machines the loops bring the gateway, with a rate limit, a
-// breaker and an adaptive limit on the route, to nginx's throughput (0.88×
-// to 1.01×, run to run) with a lower p99, where the goroutine engine
-// reaches about 0.8× and net/http's ReverseProxy 0.3× (scripts/loadtest.sh).
+// client paces the upstream through bounded buffers. scripts/loadtest.sh
+// measures both engines against nginx (figures in README.md).
 //
 // A route's policies see an upstream call as ending when its response
 // arrives: its headers, and its body when it is read whole. That is the

@@ -70,18 +70,11 @@
 //
 // # Cost
 //
-// Measured on a 2-core machine (go test -bench . -cpu 2 ./ratelimit):
-// Local.Allow takes about 30–40 ns/op when it admits and 14–28 ns/op when it
-// rejects, with 0 allocs/op, in parallel on one key (reading the monotonic
-// clock alone costs about 13–25 ns here); Sharded.Allow about 8–13 ns/op
-// when it admits (a shard's counter; cache lines moving between cores make
-// most of the spread) and about 35 ns/op when it rejects; a Limiter over
-// Memory on one key about 145 ns/op, 0 allocs/op.
-// The Memory store holds about 185 bytes per key (BenchmarkKeyed: 1M keys of 11
-// bytes, any algorithm but SlidingLog), and SlidingLog about 265 bytes per
-// key with room for 4 timestamps, plus 8 bytes per further timestamp held.
-// A full store evicts a key on every new key (BenchmarkMemoryFlood). With 1M keys
-// picked at random, AllowN takes about 1 µs/op, bound by cache misses.
+// Local, Sharded and a Limiter over Memory decide without allocating. The
+// Memory store holds each key's state in a few hundred bytes (SlidingLog
+// also 8 bytes per timestamp it holds), and a full store evicts one key on
+// each new key. Measured figures, with the commands that produced them,
+// are in BENCHMARKS.md at the repository's root.
 package ratelimit
 
 import (

@@ -85,19 +85,11 @@
 //
 // # Client
 //
-// The store uses github.com/redis/rueidis, chosen by measurement: the same
-// token-bucket script by EVALSHA from 64 concurrent callers on 1024 keys
-// against a local redis-server 7.0 on this project's 2-core machine
-// (-cpu 2, parallelism 32) took
-//
-//	                       quiet machine     loaded machine
-//	go-redis v9.23.0       15.0–17.7 µs/op   25–37 µs/op   13–16 allocs/op
-//	rueidis  v1.0.79        8.1 µs/op        8.4–17 µs/op    2 allocs/op
-//
-// rueidis pipelines concurrent commands on one connection automatically, so
-// 64 callers cost Redis and the kernel a fraction of the system calls that
-// go-redis's pool of 64 connections does: about twice the decisions per
-// second, with a sixth of the allocations. Its client also finds a Cluster
+// The store uses github.com/redis/rueidis, chosen by measurement against
+// go-redis (BENCHMARKS.md at the repository's root): rueidis pipelines
+// concurrent commands on one connection automatically, so many callers
+// cost Redis and the kernel a fraction of the system calls that a pool of
+// as many connections does. Its client also finds a Cluster
 // or a Sentinel master by itself, so New takes a rueidis.Client for
 // standalone, Sentinel and Cluster alike; Dial and DialClient make one.
 // Through Sentinel (TestSentinel: three sentinels) the decisions are those
@@ -113,28 +105,13 @@
 //
 // # Cost
 //
-// BenchmarkRedisAllow in the bench module (64 concurrent callers on one key,
-// GCRA, -cpu 2, a local redis-server on the same 2 cores, other work running
-// on the machine), measured before and after group commit against
-// redis_rate v10 in the same runs:
-//
-//	                     sluice           redis_rate        ratio
-//	one script per call  10.7–15.7 µs/op  17.4–21.7 µs/op   1.4–1.6×, 11 allocs/op
-//	group commit          3.2–3.3 µs/op   15.5–23.8 µs/op   4.8–7.3×,  0 allocs/op
-//
-// Batches then average about 32 requests (the 64 callers split into two
-// cohorts: one batch in flight while the other cohort's callers are woken
-// and queue again), and Redis runs about 20µs of script per batch instead of
-// about 7µs per request. On the real clock (Options.Clock nil) a call alone
-// on its connection is written and read by its caller, and a caller's
-// context that cannot be cancelled costs no allocation for the timeout (a
-// reusable deadline in the pooled batch): 0–2 allocations per decision (the
-// Redis key, when it is not the batch's last, and rueidis's reply).
-//
-// BenchmarkAllowN (64 callers over 1024 keys, so hardly any batching,
-// -cpu 2): 10–16 µs per decision for the four hash-based algorithms, 13–20
-// µs for the sliding log, before and after alike (a single redis-server runs
-// out of CPU first), with 2 allocations per decision instead of 11 (4
-// instead of 13 for the sliding log). With the circuit open
-// (BenchmarkAllowNCircuitOpen): 80–100 ns and no allocation.
+// Concurrent decisions on one key are group-committed: one script call
+// decides a queued batch in order, so Redis runs one script per batch
+// instead of one per request. On the real clock (Options.Clock nil) a call
+// alone on its connection is written and read by its caller, and a
+// caller's context that cannot be cancelled costs no allocation for the
+// timeout (a reusable deadline in the pooled batch): 0–2 allocations per
+// decision (the Redis key, when it is not the batch's last, and rueidis's
+// reply). With the circuit open a decision makes no call and allocates
+// nothing. Measured figures, against redis_rate in the same runs: BENCHMARKS.md.
 package redisstore
