@@ -335,6 +335,11 @@ type Window struct {
 	// MaxCountWindow) or a duration for kind time (default 10s, between
 	// MinTimeWindow and MaxDuration).
 	Size string `yaml:"size"`
+	// Calls (kind count) or Span (kind time) is Size read for its kind,
+	// set once by Parse and Load when the configuration is valid; zero
+	// until then. Users of a Config read these, never Size.
+	Calls int      `yaml:"-"`
+	Span  Duration `yaml:"-"`
 }
 
 // Retry retries failed attempts upstream.

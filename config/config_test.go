@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func TestExampleConfigValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Routes[0]
-	if r.Policies.RateLimit.Period.D() != time.Minute || r.Policies.CircuitBreaker.Window.Size != "10s" || r.Policies.Retry.On[1] != "502" {
+	if r.Policies.RateLimit.Period.D() != time.Minute || r.Policies.CircuitBreaker.Window.Size != "10s" || r.Policies.CircuitBreaker.Window.Span.D() != 10*time.Second || r.Policies.Retry.On[1] != "502" {
 		t.Fatalf("decoded wrongly: %+v", r.Policies)
 	}
 }
@@ -56,6 +57,7 @@ routes:
 		{"rl key", p.RateLimit.Key, "ip"},
 		{"cb rate", p.CircuitBreaker.FailureRate, 0.5},
 		{"cb window", p.CircuitBreaker.Window.Kind + "/" + p.CircuitBreaker.Window.Size, "count/100"},
+		{"cb window calls", strconv.Itoa(p.CircuitBreaker.Window.Calls), "100"},
 		{"cb open", p.CircuitBreaker.OpenFor.D(), 5 * time.Second},
 		{"retry attempts", p.Retry.Attempts, 3},
 		{"retry budget", p.Retry.Budget, 0.2},

@@ -393,11 +393,15 @@ func (v *validator) breaker(path string, cb *CircuitBreaker) {
 			v.at(path+".window.size", "a count window's size is a number of calls from 1 to %d, got %q", MaxCountWindow, cb.Window.Size)
 		case cb.MinCalls > n:
 			v.at(path+".min_calls", "min_calls %d exceeds the window's %d calls: the rates could never be judged", cb.MinCalls, n)
+		default:
+			cb.Window.Calls = n
 		}
 	case "time":
 		d, err := time.ParseDuration(cb.Window.Size)
 		if err != nil || d < MinTimeWindow || d > MaxDuration {
 			v.at(path+".window.size", "a time window's size is a duration between %s and %s, got %q", fmtDuration(MinTimeWindow), fmtDuration(MaxDuration), cb.Window.Size)
+		} else {
+			cb.Window.Span = Duration(d)
 		}
 	default:
 		v.at(path+".window.kind", "%q is not one of count, time", cb.Window.Kind)

@@ -35,7 +35,7 @@ routes:
 			c.Routes[0].Policies.RateLimit.Period = config.Duration(200000 * time.Hour)
 		}, "reaches beyond 73 years"},
 		{"breaker time window of 1ns", func(c *config.Config) {
-			c.Routes[0].Policies.CircuitBreaker.Window.Size = "1ns"
+			c.Routes[0].Policies.CircuitBreaker.Window.Span = config.Duration(time.Nanosecond)
 		}, "TimeWindow 1ns is shorter than Buckets"},
 		{"adaptive min above max", func(c *config.Config) {
 			c.Routes[0].Policies.Concurrency.Adaptive.Min = 20

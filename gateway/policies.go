@@ -248,15 +248,7 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 	if s := bc.SlowCall; s != nil {
 		o.SlowCallThreshold, o.SlowCallRate = s.Threshold.D(), s.Rate
 	}
-	switch bc.Window.Kind {
-	case "time":
-		d, _ := time.ParseDuration(bc.Window.Size) // validated by config
-		o.TimeWindow = d
-	default:
-		n, _ := strconv.Atoi(bc.Window.Size)
-		o.CountWindow = n
-		o.MinCalls = min(o.MinCalls, n)
-	}
+	o.TimeWindow, o.CountWindow = bc.Window.Span.D(), bc.Window.Calls
 	b, err := breaker.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("circuit_breaker: %w", err)
