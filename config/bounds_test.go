@@ -51,6 +51,8 @@ routes: [{name: r, upstream: a}]
 routes: [{name: r, upstream: a}]
 `, `idle_timeout`, `upstreams.a.idle_timeout: want a duration between 1ms and 24h, got 0s`},
 		{"redis timeout", base + "store: {redis: {timeout: 2m}}\n", `timeout`, `store.redis.timeout: want a duration between 1ms and 1m, got 2m`},
+		{"redis on_error", base + "store: {redis: {on_error: maybe}}\n", `on_error`, `store.redis.on_error: "maybe" is not one of open, closed, local`},
+		{"redis on_error not a string", base + "store: {redis: {on_error: [open]}}\n", `on_error`, `store.redis.on_error: want a string, got a list`},
 		{"read timeout 0s", base + "server: {read_timeout: 0s}\n", `read_timeout`, `server.read_timeout: want a duration between 1ms and 24h, got 0s`},
 		{"read header timeout 1ns", base + "server: {read_header_timeout: 1ns}\n", `read_header_timeout`, `server.read_header_timeout: want a duration between 1ms and 24h, got 1ns`},
 		{"idle timeout", base + "server: {idle_timeout: 1000h}\n", `idle_timeout`, `server.idle_timeout: want a duration between 1ms and 24h, got 1000h`},

@@ -21,6 +21,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/sluicehq/sluice/ratelimit"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -89,7 +90,7 @@ type Redis struct {
 	// OnError is what a decision does while Redis is unreachable: "open"
 	// (allow), "closed" (reject) or "local" (default: apply the same limit
 	// per replica, in memory).
-	OnError string `yaml:"on_error"`
+	OnError ratelimit.ErrorPolicy `yaml:"on_error"`
 	// Timeout bounds one decision's round trip. Default 50ms, at most 1m.
 	Timeout Duration `yaml:"timeout"`
 	// Prefix starts every key. Default "sluice".

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding"
 	"fmt"
 	"math"
 	"reflect"
@@ -86,6 +87,16 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	d.given[path] = true
 	if v.Type() == durationType {
 		d.duration(n, v, path)
+		return
+	}
+	if u, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok && v.Kind() != reflect.Pointer {
+		// A typed value of its own (an enum such as ratelimit.ErrorPolicy):
+		// its text is decoded once, here, and its error has a position.
+		if s, ok := d.scalar(n, path, "a string"); ok {
+			if err := u.UnmarshalText([]byte(s)); err != nil {
+				d.fail(n, path, "%v", err)
+			}
+		}
 		return
 	}
 	switch v.Kind() {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // Defaults, as documented on the fields.
@@ -61,7 +63,9 @@ func (d defaults) config(c *Config) {
 			c.Store.Redis.Addrs = []string{DefaultSentinelAddr}
 		}
 	}
-	d.str("store.redis.on_error", &c.Store.Redis.OnError, "local")
+	if !d.given["store.redis.on_error"] {
+		c.Store.Redis.OnError = ratelimit.FailLocal
+	}
 	d.dur("store.redis.timeout", &c.Store.Redis.Timeout, 50*time.Millisecond)
 	d.str("store.redis.prefix", &c.Store.Redis.Prefix, "sluice")
 	d.dur("server.read_header_timeout", &c.Server.ReadHeaderTimeout, 10*time.Second)

@@ -133,7 +133,6 @@ func (v *validator) config(c *Config) {
 	v.hostPort("listen", c.Listen)
 	v.admin(&c.Admin)
 	v.oneOf("store.kind", c.Store.Kind, []string{"memory", "redis"})
-	v.oneOf("store.redis.on_error", c.Store.Redis.OnError, []string{"open", "closed", "local"})
 	if c.Store.MaxKeys < 1 {
 		v.at("store.max_keys", "want at least 1, got %d", c.Store.MaxKeys)
 	}

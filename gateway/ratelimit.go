@@ -17,8 +17,8 @@ type rateLimit struct {
 	limiter *ratelimit.Limiter
 	header  string // key by this header; "" with byRoute false keys by IP
 	byRoute bool
-	policy  []byte // the RateLimit-Policy header value
-	onError string // open | closed | local: what a store failure does
+	policy  []byte                // the RateLimit-Policy header value
+	onError ratelimit.ErrorPolicy // what a store failure does
 }
 
 // key returns whose limit req, from client, counts against on rt.
@@ -47,7 +47,7 @@ func (l *rateLimit) allow(key string, rt *route, dst []byte) (bool, time.Duratio
 	if err != nil {
 		// The store failed (a Redis store applies its own on_error choice
 		// first; this is what is left).
-		if l.onError == "closed" {
+		if l.onError == ratelimit.FailClosed {
 			return false, time.Second, dst
 		}
 		return true, 0, dst

@@ -27,7 +27,6 @@ func newStore(c config.Store, g *Gateway) (*store, error) {
 	if c.Kind == "memory" {
 		return &store{Store: mem}, nil
 	}
-	mode := map[string]redisstore.ErrorMode{"open": redisstore.FailOpen, "closed": redisstore.FailClosed, "local": redisstore.Local}[c.Redis.OnError]
 	co := rueidis.ClientOption{InitAddress: c.Redis.Addrs, Password: c.Redis.Password}
 	if c.Redis.Sentinel != "" {
 		// The client follows the master the Sentinels name, told of a
@@ -39,7 +38,7 @@ func newStore(c config.Store, g *Gateway) (*store, error) {
 	rs, err := redisstore.DialClient(co, redisstore.Options{
 		Prefix:   c.Redis.Prefix,
 		Timeout:  c.Redis.Timeout.D(),
-		OnError:  mode,
+		OnError:  c.Redis.OnError,
 		Fallback: mem,
 		Clock:    g.clock,
 		OnRedisError: func(err error) {

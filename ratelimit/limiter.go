@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -10,17 +11,50 @@ import (
 	"github.com/sluicehq/sluice/clock"
 )
 
-// ErrorPolicy says what a Limiter does when its Store fails.
+// ErrorPolicy says what is decided when a rate limit's state cannot be
+// read: what a Limiter does when its Store fails, and what a shared Store
+// (redisstore) decides while its server cannot answer. It is spelled
+// "open", "closed" or "local" in text (String, UnmarshalText), as in the
+// gateway's configuration.
 type ErrorPolicy uint8
 
 const (
-	// FailOpen admits the call when the Store fails: an outage of a shared
-	// store does not become an outage of the service. It is the default.
+	// FailOpen admits the call: an outage of a shared store does not
+	// become an outage of the service. It is the default.
 	FailOpen ErrorPolicy = iota
-	// FailClosed rejects the call when the Store fails, with a *LimitError
+	// FailClosed rejects the call; a Limiter's rejection is a *LimitError
 	// whose Err is the store's error.
 	FailClosed
+	// FailLocal decides by a store of this process instead (a shared
+	// store's fallback, such as redisstore's Options.Fallback): each
+	// replica then limits on its own until the shared store is back. A
+	// Limiter whose Store still fails admits the call, as FailOpen.
+	FailLocal
 )
+
+var errorPolicyNames = [...]string{FailOpen: "open", FailClosed: "closed", FailLocal: "local"}
+
+// String returns "open", "closed" or "local".
+func (p ErrorPolicy) String() string {
+	if int(p) < len(errorPolicyNames) {
+		return errorPolicyNames[p]
+	}
+	return "ErrorPolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// MarshalText returns String's text.
+func (p ErrorPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText reads "open", "closed" or "local".
+func (p *ErrorPolicy) UnmarshalText(b []byte) error {
+	for i, name := range errorPolicyNames {
+		if string(b) == name {
+			*p = ErrorPolicy(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of open, closed, local", b)
+}
 
 // Options configures a Limiter.
 type Options struct {
@@ -115,7 +149,7 @@ func (l *Limiter) Acquire(ctx context.Context) (sluice.Permit, error) {
 	d, err := l.store.AllowN(ctx, key, *lim, 1)
 	switch {
 	case err != nil:
-		if l.onError == FailOpen {
+		if l.onError != FailClosed {
 			return sluice.Permit{}, nil
 		}
 		return sluice.Permit{}, newLimitError(l.name, lim.Period, d, err)

@@ -23,37 +23,25 @@ import (
 // store's circuit around Redis is open. In every mode a request for zero
 // events is Allowed, and under FailOpen and FailClosed a request for more
 // than the limit's Capacity is rejected with RetryAfter RetryNever, as Redis
-// would.
-type ErrorMode uint8
+// would. It is ratelimit's ErrorPolicy, so one value configures a Limiter
+// and its Store alike.
+type ErrorMode = ratelimit.ErrorPolicy
 
 const (
 	// FailOpen admits every request while Redis cannot answer: the Decision
 	// is Allowed, with Remaining as for a fresh key (Capacity − n) and no
 	// RetryAfter or ResetAfter. Availability over the limit. The zero value.
-	FailOpen ErrorMode = iota
+	FailOpen = ratelimit.FailOpen
 	// FailClosed rejects every request while Redis cannot answer: the
 	// Decision is not Allowed, Remaining is 0 and RetryAfter is how long the
 	// circuit stays open (Options.OpenDuration when it is not open).
-	FailClosed
+	FailClosed = ratelimit.FailClosed
 	// Local asks Options.Fallback, a Store of this process (for example a
 	// *ratelimit.Memory), and returns its answer: each replica then limits
 	// on its own until Redis is back. Scale the fallback's limits down by
 	// the number of replicas if their sum matters.
-	Local
+	Local = ratelimit.FailLocal
 )
-
-// String returns "fail_open", "fail_closed" or "local".
-func (m ErrorMode) String() string {
-	switch m {
-	case FailOpen:
-		return "fail_open"
-	case FailClosed:
-		return "fail_closed"
-	case Local:
-		return "local"
-	}
-	return "ErrorMode(" + strconv.Itoa(int(m)) + ")"
-}
 
 // Defaults for the zero fields of Options.
 const (
