@@ -190,6 +190,11 @@ func FuzzParseRequest(f *testing.F) {
 				b, fh.Method(), fh.RequestURI(), req.URI().Path(), fh.Host(), cl, fh.ConnectionClose(), fh.Peek("X-Forwarded-For"),
 				h.method, h.uri, h.path, h.host, h.cl, h.close(), h.xff)
 		}
+		// What the loops serve, the goroutine engine would not refuse:
+		// both engines answer a request alike.
+		if code := refusedHead(fh.Method(), fh.RequestURI(), fh.Protocol(), fh.RawHeaders()); code != 0 {
+			t.Fatalf("%q: the loops serve it, the goroutine engine refuses it with %d", b, code)
+		}
 	})
 }
 
