@@ -68,6 +68,13 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	rt.inflight.Add(1)
 	defer rt.inflight.Add(-1)
+	http10 := !ctx.Request.Header.IsHTTP11()
+	if http10 {
+		// prepare makes the request HTTP/1.1 for the upstream; the answer
+		// to the client follows the client's own version.
+		proto := string(ctx.Request.Header.Protocol())
+		defer ctx.Request.Header.SetProtocol(proto)
+	}
 	if ctx.Request.Header.ConnectionClose() {
 		// The request goes upstream without its Connection header; the
 		// client's wish to close is kept on the response.
@@ -128,7 +135,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	reason := respond(ctx, rt, resp, err)
 	if ctx.Response.IsBodyStream() {
 		wt := st.cfg.Server.WriteTimeout.D()
-		if !ctx.Request.Header.IsHTTP11() && ctx.Response.Header.ContentLength() < 0 && !ctx.IsHead() {
+		if http10 && ctx.Response.Header.ContentLength() < 0 && !ctx.IsHead() {
 			sendUntilClose(ctx, wt)
 		} else {
 			paceClient(ctx.Response.BodyStream(), ctx.Conn(), wt)

@@ -197,6 +197,9 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	if !x.ready {
 		x.ready = true
 		removeHopRequest(&req.Header)
+		// The gateway speaks its own version upstream (RFC 9110 section
+		// 6.2), whatever the client's.
+		req.Header.SetProtocolBytes(http11)
 		req.Header.SetCanonical(hdrForwardedFor, x.xff)
 		// Copied before SetHost below overwrites the client's Host.
 		req.Header.SetCanonical(hdrForwardedHost, req.Header.Host())
@@ -234,7 +237,7 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]
-	conn := h.Peek("Connection")
+	conn := connectionList(h.PeekAll("Connection"))
 	for k := range h.All() {
 		if forwardedHeader(k) {
 			names = append(append(names, k...), 0)
@@ -252,7 +255,7 @@ func removeHopRequest(h *fasthttp.RequestHeader) {
 func removeHopResponse(h *fasthttp.ResponseHeader) {
 	var buf [128]byte
 	names := buf[:0]
-	conn := h.Peek("Connection")
+	conn := connectionList(h.PeekAll("Connection"))
 	for k := range h.All() {
 		names = appendHop(names, k, conn)
 	}
@@ -261,6 +264,19 @@ func removeHopResponse(h *fasthttp.ResponseHeader) {
 		name, names = nextName(names)
 		h.DelBytes(name)
 	}
+}
+
+// connectionList returns the values of a message's Connection headers as
+// one list: several headers are one comma-separated list (RFC 9110 section
+// 5.3), and every name they hold is hop-by-hop.
+func connectionList(values [][]byte) []byte {
+	switch len(values) {
+	case 0:
+		return nil
+	case 1:
+		return values[0]
+	}
+	return bytes.Join(values, []byte(","))
 }
 
 // appendHop appends header name k and a 0 byte to names if k is hop-by-hop.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -229,6 +230,45 @@ routes:
 		}
 		if got := seen[0].Header.Values("X-Forwarded-For"); len(got) != 1 || got[0] != "10.1.1.1, 10.2.2.2, 127.0.0.1" {
 			t.Errorf("X-Forwarded-For upstream: %q", got)
+		}
+	})
+}
+
+// TestSeveralConnectionHeaders: every Connection header's names are
+// hop-by-hop, not only the first header's.
+func TestSeveralConnectionHeaders(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		gw := wireGateway(t, engine, u)
+		exchangeRaw(t, gw.Addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: X-A\r\nConnection: X-B\r\nX-A: 1\r\nX-B: 2\r\nX-C: 3\r\n\r\n", 1)
+		seen := u.requests()
+		if len(seen) != 1 {
+			t.Fatalf("upstream saw %d requests", len(seen))
+		}
+		if h := seen[0].Header; h.Get("X-A") != "" || h.Get("X-B") != "" || h.Get("X-C") != "3" {
+			t.Errorf("upstream headers %v: want X-A and X-B dropped, X-C kept", h)
+		}
+	})
+}
+
+// TestUpstreamVersion: the gateway speaks HTTP/1.1 upstream whatever the
+// client's version.
+func TestUpstreamVersion(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		var proto atomic.Value
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			serveRequests(c, br, func(r *http.Request) bool {
+				proto.Store(r.Proto)
+				_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				return err == nil
+			})
+		})
+		gw := wireGateway(t, engine, &wireUpstream{addr: up.addr})
+		if r := exchangeRaw(t, gw.Addr, "GET /a HTTP/1.0\r\nHost: x\r\n\r\n", 1)[0]; r.Code != 200 {
+			t.Fatalf("%d %s", r.Code, r.Body)
+		}
+		if got := proto.Load(); got != "HTTP/1.1" {
+			t.Errorf("upstream read %v, want HTTP/1.1", got)
 		}
 	})
 }
