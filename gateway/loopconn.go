@@ -196,8 +196,11 @@ func (cc *clientConn) serve() gnet.Action {
 		}
 		hlen := bytes.Index(buf, crlf2) + 4
 		if hlen < 4 {
-			if len(buf) > srv.MaxHeaderBytes || bytes.Contains(buf, lf2) {
-				return cc.handOver() // fasthttp answers 431, or parses bare line feeds
+			if len(buf) > srv.MaxHeaderBytes || bytes.Contains(buf, lf2) || notHTTP11Line(buf) {
+				// fasthttp answers 431, parses bare line feeds, or answers
+				// a request line of another version (HTTP/0.9 has no head
+				// to wait for).
+				return cc.handOver()
 			}
 			return gnet.None
 		}
@@ -226,6 +229,16 @@ func (cc *clientConn) serve() gnet.Action {
 		cc.begin(st, rt, now)
 	}
 }
+
+// notHTTP11Line reports whether b starts with a whole line that is not an
+// HTTP/1.1 request line: one the loops will never serve, whose head need not
+// be waited for.
+func notHTTP11Line(b []byte) bool {
+	i := bytes.IndexByte(b, '\n')
+	return i >= 0 && !bytes.HasSuffix(b[:i], http11Line)
+}
+
+var http11Line = []byte(" HTTP/1.1\r")
 
 var (
 	crlf2 = []byte("\r\n\r\n")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -269,6 +270,31 @@ func TestUpstreamVersion(t *testing.T) {
 		}
 		if got := proto.Load(); got != "HTTP/1.1" {
 			t.Errorf("upstream read %v, want HTTP/1.1", got)
+		}
+	})
+}
+
+// TestHTTP09Answered: a request line without a version (HTTP/0.9) is
+// answered at once on both engines, not left to the header timeout.
+func TestHTTP09Answered(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		gw := wireGateway(t, engine, u)
+		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(waitLimit))
+		if _, err := io.WriteString(conn, "GET /a\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 4") && !strings.HasPrefix(line, "HTTP/1.1 505") {
+			t.Errorf("answer %q, %v: want a refusal", line, err)
+		}
+		if seen := u.requests(); len(seen) != 0 {
+			t.Errorf("upstream saw %+v", seen)
 		}
 	})
 }
