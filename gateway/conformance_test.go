@@ -336,3 +336,42 @@ func describeUp(msgs []upMsg, errs []upError) string {
 	}
 	return b.String()
 }
+
+// TestHalfClosedClientAnswered: a client that shuts down its writing side
+// after its requests (as nc -N, some health checks and HTTP/1.0-style
+// clients do) still gets an answer to each, in order, as nginx gives it;
+// the gateway closes once they are sent.
+func TestHalfClosedClientAnswered(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		if engine == "loop" {
+			skipKnownBug(t, "the loop closes the connection without answering once the client's side is shut")
+		}
+		up := startRawUpstream(t)
+		gw := startGateway(t, parseConfig(t, confConfig, engine, "", up.Addr))
+		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(waitLimit))
+		if _, err := io.WriteString(conn, crlfs("GET /1 HTTP/1.1\nHost: x\n\nGET /2 HTTP/1.1\nHost: x\n\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(conn)
+		for _, want := range []string{"200 /1", "200 /2"} {
+			a, err := readAnswer(br, http.MethodGet)
+			if err != nil {
+				t.Fatalf("waiting for %s: %v", want, err)
+			}
+			if !a.matches(want) {
+				t.Fatalf("answer %s, want %s", a, want)
+			}
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("after the answers: %v, want the connection closed", err)
+		}
+	})
+}

@@ -205,6 +205,13 @@ func (u *rawUpstream) since(n int) ([]upMsg, []upError) {
 	return append([]upMsg(nil), u.msgs[n:]...), append([]upError(nil), u.errs...)
 }
 
+// clearErrors forgets the read errors so far.
+func (u *rawUpstream) clearErrors() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.errs = nil
+}
+
 // settled reports whether every open connection has read all that reached
 // it and waits, at a message boundary, for more. Bytes a proxy wrote before
 // its client's answer left it are then read, and a message hidden in them

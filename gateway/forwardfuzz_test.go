@@ -1,0 +1,289 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// fuzzLimit bounds each execution of FuzzForward: the client's socket
+// deadline and the wait for the upstream to settle. A gateway that needs
+// longer to answer a few requests on loopback is stuck, not slow.
+const fuzzLimit = 5 * time.Second
+
+// maxFuzzRequests bounds the requests read from one input.
+const maxFuzzRequests = 32
+
+// FuzzForward sends any bytes through the gateway, on both engines, to a raw
+// upstream and checks that what the upstream reads is what the client sent:
+//
+//   - the upstream can read every byte the gateway forwards, strictly
+//     (strictFlaws), as whole HTTP/1.1 messages;
+//   - each message it reads is one of the client's requests, in order, with
+//     the same method, target and body: nothing reaches it that the client
+//     did not send as a request of its own (a smuggled request);
+//   - the gateway's n-th answer, when the upstream gave it, is the
+//     upstream's answer to the client's n-th request.
+//
+// The client's requests are what net/http's ReadRequest reads from the
+// input, up to the first it cannot read or one that closes the
+// connection. Seeds are the conformance cases and gateway/testdata/fuzz;
+// inputs that hit a bug listed in forwardKnownBugs are skipped unless
+// SLUICE_CONFORMANCE_STRICT is set.
+func FuzzForward(f *testing.F) {
+	strict := os.Getenv(strictEnv) != ""
+	for _, c := range conformanceCases() {
+		if c.respond == nil && (strict || len(c.knownBug) == 0) {
+			f.Add([]byte(c.req))
+		}
+	}
+	for _, seed := range corpusSeeds(f, "FuzzParseRequest") {
+		f.Add(seed)
+	}
+	var rigs []forwardRig
+	for _, engine := range []string{"loop", "goroutine"} {
+		up := startRawUpstream(f)
+		gw := startGateway(f, parseConfig(f, confConfig, engine, "", up.Addr))
+		rigs = append(rigs, forwardRig{engine, gw, up})
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 64<<10 {
+			return
+		}
+		refs, whole := clientRequests(in)
+		for _, r := range rigs {
+			if reason := forwardKnownBug(in, r.engine); reason != "" {
+				skipKnownBug(t, r.engine+": "+reason)
+			}
+			checkForward(t, r, in, refs, whole)
+		}
+	})
+}
+
+// clientRequest is a request of the client's, as net/http reads it.
+type clientRequest struct {
+	method, target string
+	body           []byte
+}
+
+// clientRequests reads the requests in b, up to the first net/http cannot
+// read, or the one after which the connection closes. whole reports
+// whether they are all of b.
+func clientRequests(b []byte) (reqs []clientRequest, whole bool) {
+	r := bytes.NewReader(b)
+	br := bufio.NewReader(r)
+	for len(reqs) < maxFuzzRequests {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return reqs, false
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return reqs, false
+		}
+		reqs = append(reqs, clientRequest{req.Method, req.RequestURI, body})
+		if req.Close {
+			break
+		}
+	}
+	return reqs, r.Len()+br.Buffered() == 0
+}
+
+// forwardRig is a gateway on engine in front of a raw upstream.
+type forwardRig struct {
+	engine string
+	gw     *testGateway
+	up     *rawUpstream
+}
+
+// idle reports whether no request is in flight in the gateway.
+func (r forwardRig) idle() bool {
+	for _, rt := range r.gw.Status().Routes {
+		if rt.InFlight != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkForward sends in, whose requests are refs (all of it when whole),
+// to r's gateway, reads its answers, waits until the gateway and the
+// upstream have settled, and checks what the upstream read.
+func checkForward(t *testing.T, r forwardRig, in []byte, refs []clientRequest, whole bool) {
+	t.Helper()
+	engine, up := r.engine, r.up
+	start := up.count()
+	answers := exchangeRaw(t, r.gw.Addr, in, refs, whole)
+	deadline := time.Now().Add(fuzzLimit)
+	for !r.idle() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	if !r.idle() || !up.settle(fuzzLimit) {
+		t.Fatalf("%s: the gateway or the upstream did not settle: a request in flight or part of a message held\ninput %q", engine, in)
+	}
+	msgs, errs := up.since(start)
+	report := func() string {
+		return fmt.Sprintf("input %q\nclient requests %s\nanswers %q\nupstream read:%s", in, describeRefs(refs), answers, describeUp(msgs, nil))
+	}
+	for _, e := range errs {
+		if !e.cut() {
+			t.Fatalf("%s: the upstream could not read what the gateway sent: %v: %q\n%s", engine, e.Err, e.Raw, report())
+		}
+	}
+	up.clearErrors()
+	for _, m := range msgs {
+		if len(m.Flaws) > 0 {
+			t.Fatalf("%s: upstream message #%d is malformed: %s\n%s", engine, m.Index, m.Flaws, report())
+		}
+	}
+	// Each upstream message is one of the client's requests, in order.
+	j := 0
+	for _, m := range msgs {
+		for j < len(refs) && !refs[j].is(m) {
+			j++
+		}
+		if j == len(refs) {
+			t.Fatalf("%s: upstream message #%d (%s %s, %d bytes of body) is none of the client's requests, in order\n%s",
+				engine, m.Index, m.Method, m.Target, len(m.Body), report())
+		}
+		j++
+	}
+	// The n-th answer, when from the upstream, answers the n-th request.
+	byIndex := map[int]upMsg{}
+	for _, m := range msgs {
+		byIndex[m.Index] = m
+	}
+	for n, a := range answers {
+		if a.index < 0 {
+			continue
+		}
+		m, ok := byIndex[a.index]
+		switch {
+		case !ok:
+			t.Fatalf("%s: answer %d is the upstream's answer to message #%d, which is not this client's\n%s", engine, n, a.index, report())
+		case n >= len(refs):
+			t.Fatalf("%s: answer %d comes from the upstream, but the client sent %d requests\n%s", engine, n, len(refs), report())
+		case !refs[n].is(m):
+			t.Fatalf("%s: answer %d answers upstream message #%d (%s %s), not the client's request %d\n%s", engine, n, m.Index, m.Method, m.Target, n, report())
+		}
+	}
+}
+
+// is reports whether upstream message m is r: the same method, target
+// (both as fasthttp normalizes them, which the gateway may do) and body.
+func (r clientRequest) is(m upMsg) bool {
+	return r.method == m.Method && normalTarget(r.target) == normalTarget(m.Target) && bytes.Equal(r.body, m.Body)
+}
+
+func normalTarget(target string) string {
+	var u fasthttp.URI
+	if err := u.Parse(nil, []byte(target)); err != nil {
+		return target
+	}
+	return string(u.RequestURI())
+}
+
+// exchangeRaw writes in to a new connection to addr and reads answers (to
+// refs' methods, GET past them) until the connection ends, fuzzLimit passes
+// or an answer cannot be read. When in is whole (refs are all of it) it
+// stops after an answer to each; otherwise it closes its writing side so
+// that the gateway sees the end of the input.
+func exchangeRaw(t *testing.T, addr string, in []byte, refs []clientRequest, whole bool) []answer {
+	conn, err := net.DialTimeout("tcp", addr, fuzzLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(fuzzLimit))
+	if _, err := conn.Write(in); err != nil {
+		return nil // the gateway refused and closed before reading it all
+	}
+	if !whole || len(refs) == 0 {
+		_ = conn.(*net.TCPConn).CloseWrite()
+	}
+	br := bufio.NewReader(conn)
+	var answers []answer
+	for len(answers) <= maxFuzzRequests && !(whole && len(refs) > 0 && len(answers) == len(refs)) {
+		method := http.MethodGet
+		if n := len(answers); n < len(refs) {
+			method = refs[n].method
+		}
+		a, err := readAnswer(br, method)
+		if err != nil {
+			return answers
+		}
+		answers = append(answers, a)
+	}
+	return answers
+}
+
+func describeRefs(refs []clientRequest) string {
+	var b strings.Builder
+	for i, r := range refs {
+		fmt.Fprintf(&b, "\n  %d: %s %s %q", i, r.method, r.target, r.body)
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
+}
+
+// corpusSeeds reads the inputs of another fuzz test's corpus in
+// testdata/fuzz/name (files in the "go test fuzz v1" form, one []byte).
+func corpusSeeds(t testing.TB, name string) [][]byte {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", name, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds [][]byte
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, v, ok := strings.Cut(string(b), "\n[]byte(")
+		if !ok {
+			t.Fatalf("%s: not a corpus file of one []byte", file)
+		}
+		s, err := strconv.Unquote(strings.TrimSuffix(strings.TrimSpace(v), ")"))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		seeds = append(seeds, []byte(s))
+	}
+	return seeds
+}
+
+// forwardKnownBug returns why in is skipped on engine: it has a header
+// line of a kind that hits a bug TestConformance lists as known. It looks
+// at every line of in, bodies included, so it skips more than it must.
+func forwardKnownBug(in []byte, engine string) string {
+	for _, line := range strings.Split(string(in), "\n") {
+		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.ContainsAny(strings.TrimLeft(name, " \t"), " \t\r"):
+			return "a field name with a space is forwarded"
+		case strings.EqualFold(name, "Transfer-Encoding") && !strings.EqualFold(strings.Trim(value, " \t"), "chunked"):
+			return "Transfer-Encoding other than chunked is ignored"
+		case engine == "loop" && strings.EqualFold(name, "Connection") &&
+			(strings.Contains(strings.ToLower(value), "content-length") || strings.Contains(strings.ToLower(value), "transfer-encoding")):
+			return "Connection naming a framing header drops it but keeps the body"
+		}
+	}
+	return ""
+}
