@@ -204,6 +204,13 @@ func requestLineCases() []confCase {
 		// section 6.2), which checkUpstream checks.
 		{name: "HTTP/1.2", knownBug: map[string]string{"*": "forwarded as HTTP/1.2; the client connection closes after the answer"}, req: crlfs("GET /a HTTP/1.2\nHost: x\n\n"), want: []string{"200 /a"}, keep: true,
 			up: []upWant{{method: "GET", target: "/a"}}},
+		{name: "HTTP/0.0", knownBug: map[string]string{"*": "served and forwarded as HTTP/0.0"}, req: crlfs("GET /a HTTP/0.0\nHost: x\n\n"), want: []string{"400|505"}},
+		{name: "HTTP/0.0 without host", knownBug: map[string]string{"*": "served and forwarded as HTTP/0.0"}, req: crlfs("GET /a HTTP/0.0\n\n"), want: []string{"400|505"}},
+		{name: "HTTP/1.0 with host", knownBug: map[string]string{"*": "forwarded with the client's version, HTTP/1.0"}, req: crlfs("GET /a HTTP/1.0\nHost: x\n\n"), want: []string{"200 /a"}, up: []upWant{{method: "GET", target: "/a"}}},
+		// Found by FuzzForward.
+		{name: "HTTP/0.0 POST", knownBug: map[string]string{"*": "served and forwarded as HTTP/0.0"}, req: "POST /a HTTP/0.0\r\nX: 1\r\n\r\n", want: []string{"400|505"}},
+		{name: "bad percent-encoding", knownBug: map[string]string{"*": "accepted and forwarded with the % re-encoded as %25"}, req: crlfs("GET /a%zz HTTP/1.1\nHost: x\n\n"), want: []string{"400"}},
+		{name: "lone percent", knownBug: map[string]string{"*": "accepted and forwarded with the % re-encoded as %25"}, req: crlfs("GET /a% HTTP/1.1\nHost: x\n\n"), want: []string{"400"}},
 		{name: "lower-case version", req: crlfs("GET /a http/1.1\nHost: x\n\n"), want: []string{"400"}},
 		{name: "no host", req: crlfs("GET /a HTTP/1.1\n\n"), want: []string{"400"}},
 		{name: "two hosts", req: crlfs("GET /a HTTP/1.1\nHost: x\nHost: y\n\n"), want: []string{"400"}},
