@@ -249,7 +249,6 @@ type rawConn struct {
 	buf    []byte // every byte read
 	inRead bool   // a Read is waiting on the connection
 	msgEnd int    // len(buf) at the end of the last whole message read
-	br     *bufio.Reader
 }
 
 func (c *rawConn) Read(p []byte) (int, error) {
@@ -269,7 +268,6 @@ func (c *rawConn) Read(p []byte) (int, error) {
 func (c *rawConn) consumed(br *bufio.Reader) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.br = br
 	c.msgEnd = len(c.buf) - br.Buffered()
 	return c.msgEnd
 }
