@@ -78,6 +78,13 @@ func framingCases() []confCase {
 		{name: "chunk size with space", req: post(chunked, " 5\r\nhello\r\n0\r\n\r\n"), want: []string{"400"}},
 		{name: "chunk size overflow", req: post(chunked, "fffffffffffffffff5\r\nhello\r\n0\r\n\r\n"), want: []string{"400|413"}},
 		{name: "chunk data too long", req: post(chunked, "5\r\nhello!\r\n0\r\n\r\n"), want: []string{"400"}},
+		// Found by FuzzForward.
+		{name: "chunk data ends without CRLF", req: post(chunked, "5\r\nhelloXX0\r\n\r\n"), want: []string{"400"}},
+		{name: "empty chunk size", req: post(chunked, "5\r\nhello\r\n\r\n"), want: []string{"400"}},
+		{name: "junk after chunk data", knownBug: map[string]string{"*": "a chunked body broken after a chunk's data (no CRLF) is forwarded as complete, cut there, and answered 200"},
+			req: post(chunked, "5\r\nhello00\r\n\r\n"), want: []string{"400"}},
+		{name: "chunk size line glued to chunk data",
+			req: post(chunked, "5\r\nhello3\r\nabc\r\n0\r\n\r\n"), want: []string{"400"}},
 		{name: "chunk without CRLF", req: post(chunked, "5\r\nhello0\r\n\r\n"), want: []string{"400"}},
 	}
 }
