@@ -78,11 +78,21 @@ type clientRequest struct {
 }
 
 // clientRequests reads the requests in b, up to the first net/http cannot
-// read, or the one after which the connection closes.
+// read, or the one after which the connection closes. Empty lines before a
+// request are skipped, as RFC 9112 section 2.2 asks of a server.
 func clientRequests(b []byte) []clientRequest {
 	var reqs []clientRequest
 	br := bufio.NewReader(bytes.NewReader(b))
 	for len(reqs) < maxFuzzRequests {
+		for {
+			if p, _ := br.Peek(1); len(p) == 1 && p[0] == '\n' {
+				_, _ = br.Discard(1)
+			} else if p, _ := br.Peek(2); string(p) == "\r\n" {
+				_, _ = br.Discard(2)
+			} else {
+				break
+			}
+		}
 		req, err := http.ReadRequest(br)
 		if err != nil {
 			return reqs
