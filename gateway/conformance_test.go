@@ -98,7 +98,7 @@ func TestConformance(t *testing.T) {
 // sentinel request, and checks the answers and what the upstream read.
 func runConformance(t *testing.T, engine string, c confCase) {
 	up := startRawUpstream(t)
-	up.respond = c.respond
+	up.answerWith(c.respond, false)
 	trusted := ""
 	if c.trusted {
 		trusted = "127.0.0.1"

@@ -25,16 +25,17 @@ type rawUpstream struct {
 	ln   net.Listener
 	Addr string // 127.0.0.1:port
 
-	// respond, when not nil, returns the raw answer to a message; "" means
-	// the default answer. It is set before the first message arrives.
-	respond func(m upMsg) string
-
-	mu      sync.Mutex
-	msgs    []upMsg          // every message read, in the order read
-	errs    []upError        // bytes that could not be read as a message
-	conns   map[*rawConn]int // open connections and their numbers
-	nconns  int              // connections accepted
-	handled sync.WaitGroup
+	mu sync.Mutex
+	// respond, when not nil, returns the raw answer to a message but the
+	// sentinel request; "" means the default answer. closeAfter: the
+	// connection is closed after an answer respond gave.
+	respond    func(m upMsg) string
+	closeAfter bool
+	msgs       []upMsg          // every message read, in the order read
+	errs       []upError        // bytes that could not be read as a message
+	conns      map[*rawConn]int // open connections and their numbers
+	nconns     int              // connections accepted
+	handled    sync.WaitGroup
 }
 
 // upMsg is one message as the raw upstream read it.
@@ -145,8 +146,8 @@ func (u *rawUpstream) serve(c *rawConn, id int) {
 				m := upMsg{Conn: id, Method: req.Method, Target: req.RequestURI, Proto: req.Proto,
 					Body: body, Raw: raw}
 				m.Header, m.Flaws = strictFlaws(raw)
-				answer := u.record(m)
-				if _, err := io.WriteString(c, answer); err != nil || req.Close {
+				answer, closing := u.record(m)
+				if _, err := io.WriteString(c, answer); err != nil || req.Close || closing {
 					return
 				}
 				continue
@@ -163,19 +164,27 @@ func (u *rawUpstream) serve(c *rawConn, id int) {
 	}
 }
 
-// record numbers and keeps m and returns its answer.
-func (u *rawUpstream) record(m upMsg) string {
+// record numbers and keeps m and returns its answer, and whether to close
+// the connection after it.
+func (u *rawUpstream) record(m upMsg) (string, bool) {
 	u.mu.Lock()
 	m.Index = len(u.msgs)
 	u.msgs = append(u.msgs, m)
-	respond := u.respond
+	respond, closeAfter := u.respond, u.closeAfter
 	u.mu.Unlock()
 	if respond != nil && m.Target != sentinelTarget {
 		if a := respond(m); a != "" {
-			return a
+			return a, closeAfter
 		}
 	}
-	return defaultAnswer(m)
+	return defaultAnswer(m), false
+}
+
+// answerWith makes respond the upstream's answerer (see rawUpstream).
+func (u *rawUpstream) answerWith(respond func(m upMsg) string, closeAfter bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.respond, u.closeAfter = respond, closeAfter
 }
 
 // defaultAnswer is the raw upstream's answer to m: 200 with headers naming
