@@ -22,8 +22,8 @@ import (
 //   - when the connection stays open, the answer to the next request (the
 //     sentinel) is that request's own, not bytes the first response left
 //     behind;
-//   - the upstream reads the GET, and the sentinel when it is answered,
-//     and nothing else.
+//   - the upstream reads the GET (once, or twice: see checkResponse), and
+//     the sentinel when it is answered, and nothing else.
 //
 // Seeds are the raw answers of the conformance cases and
 // gateway/testdata/fuzz/FuzzParseResponse; inputs that hit a known bug
@@ -104,20 +104,25 @@ func checkResponse(t *testing.T, r forwardRig, in []byte) {
 			t.Fatalf("%s: the upstream could not read what the gateway sent: %v: %q", r.engine, e.Err, e.Raw)
 		}
 	}
+	// The GET may come twice: the goroutine engine's client sends an
+	// idempotent request again when its connection fails (a broken answer
+	// on a connection it had reused).
 	got := make([]string, len(msgs))
 	for i, m := range msgs {
 		got[i] = m.Method + " " + m.Target
 	}
-	want := []string{"GET /a"}
-	if sentinel.index >= 0 || len(msgs) == 2 {
-		want = append(want, "GET "+sentinelTarget)
+	gets := 0
+	for gets < len(got) && got[gets] == "GET /a" {
+		gets++
 	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("%s: the upstream read %q, want %q\nupstream answer %q", r.engine, got, want, in)
+	rest := got[gets:]
+	if gets == 0 || gets > 2 || len(rest) > 1 || len(rest) == 1 && rest[0] != "GET "+sentinelTarget ||
+		sentinel.index >= 0 && len(rest) == 0 {
+		t.Fatalf("%s: the upstream read %q, want GET /a (once, or twice) and the sentinel if answered\nupstream answer %q", r.engine, got, in)
 	}
-	if sentinel.index >= 0 && (sentinel.target != sentinelTarget || sentinel.index != msgs[1].Index) {
+	if last := msgs[len(msgs)-1]; sentinel.index >= 0 && (sentinel.target != sentinelTarget || sentinel.index != last.Index) {
 		t.Fatalf("%s: the sentinel request got answer %s #%d, not its own (#%d): the connection is out of step\nupstream answer %q",
-			r.engine, sentinel, sentinel.index, msgs[1].Index, in)
+			r.engine, sentinel, sentinel.index, last.Index, in)
 	}
 }
 
