@@ -52,8 +52,10 @@ type confCase struct {
 	// answer of 400, 414, 431, 501 or 505 it must (the rest of the bytes
 	// cannot be read in step).
 	keep bool
-	// respond, when not nil, gives the raw upstream's answers.
-	respond func(m upMsg) string
+	// respond, when not nil, gives the raw upstream's answers; closeAfter:
+	// it closes its connection after each.
+	respond    func(m upMsg) string
+	closeAfter bool
 	// trusted makes 127.0.0.1, the test client, a trusted proxy.
 	trusted bool
 	// knownBug, by engine ("*": both), is why the case fails now; the case
@@ -98,7 +100,7 @@ func TestConformance(t *testing.T) {
 // sentinel request, and checks the answers and what the upstream read.
 func runConformance(t *testing.T, engine string, c confCase) {
 	up := startRawUpstream(t)
-	up.answerWith(c.respond, false)
+	up.answerWith(c.respond, c.closeAfter)
 	trusted := ""
 	if c.trusted {
 		trusted = "127.0.0.1"
