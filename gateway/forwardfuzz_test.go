@@ -195,9 +195,11 @@ func (r clientRequest) is(m upMsg) bool {
 	return r.method == m.Method && normalTarget(r.target) == normalTarget(m.Target) && bytes.Equal(r.body, m.Body)
 }
 
+// normalTarget is target as the gateway's server reads it: parsed with a
+// Host (else "//a" would be read as an authority), the path normalized.
 func normalTarget(target string) string {
 	var u fasthttp.URI
-	if err := u.Parse(nil, []byte(target)); err != nil {
+	if err := u.Parse([]byte("x"), []byte(target)); err != nil {
 		return target
 	}
 	return string(u.RequestURI())
