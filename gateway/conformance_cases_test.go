@@ -213,6 +213,11 @@ func requestLineCases() []confCase {
 			up: []upWant{{method: "GET", target: "/a"}}},
 		{name: "HTTP/0.0", knownBug: map[string]string{"*": "served and forwarded as HTTP/0.0"}, req: crlfs("GET /a HTTP/0.0\nHost: x\n\n"), want: []string{"400|505"}},
 		{name: "HTTP/0.0 without host", knownBug: map[string]string{"*": "served and forwarded as HTTP/0.0"}, req: crlfs("GET /a HTTP/0.0\n\n"), want: []string{"400|505"}},
+		// Found by FuzzForward. nginx forwards the target as it came; the
+		// gateway normalizes paths (//a is /a when a Host is sent).
+		{name: "HTTP/1.0 double-slash target", knownBug: map[string]string{"*": "forwarded as GET /: without a Host, //a is read as an authority"},
+			req: crlfs("GET //a HTTP/1.0\n\n"), want: []string{"200 //a|200 /a"},
+			up: []upWant{{method: "GET", target: "//a|/a"}}},
 		{name: "HTTP/1.0 with host", knownBug: map[string]string{"*": "forwarded with the client's version, HTTP/1.0"}, req: crlfs("GET /a HTTP/1.0\nHost: x\n\n"), want: []string{"200 /a"}, up: []upWant{{method: "GET", target: "/a"}}},
 		// Found by FuzzForward.
 		{name: "HTTP/0.0 POST", knownBug: map[string]string{"*": "served and forwarded as HTTP/0.0"}, req: "POST /a HTTP/0.0\r\nX: 1\r\n\r\n", want: []string{"400|505"}},

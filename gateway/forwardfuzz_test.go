@@ -284,6 +284,9 @@ func forwardKnownBug(in []byte, engine string) string {
 	if badChunkEnd(in) {
 		return "a chunked body broken after a chunk's data is forwarded as complete"
 	}
+	if bytes.Contains(in, []byte(" //")) {
+		return "without a Host, a target starting with // is read as an authority"
+	}
 	if badPercent(in) {
 		return "a target with bad percent-encoding is accepted and re-encoded"
 	}
