@@ -53,8 +53,8 @@ func (g *Guard) Begin(ctx context.Context) (Admission, error) {
 
 // End reports that the admitted call ended with err: the Guard's Classifier
 // classifies err, the latency since Begin is measured (unless every policy
-// ignores latency), and every permit is released, innermost first. Call it
-// exactly once; later calls do nothing.
+// ignores latency), and every permit is released, outermost first (see
+// release). Call it exactly once; later calls do nothing.
 func (a *Admission) End(ctx context.Context, err error) {
 	if a.g == nil {
 		return
@@ -65,9 +65,7 @@ func (a *Admission) End(ctx context.Context, err error) {
 	} else {
 		o = a.g.outcome(ctx, a.start, err)
 	}
-	for j := a.n - 1; j >= 0; j-- {
-		a.permits[j].Done(o)
-	}
+	release(a.permits[:a.n], o)
 	*a = Admission{}
 }
 

@@ -34,7 +34,7 @@ func TestBeginEnd(t *testing.T) {
 			fc.Advance(25 * time.Millisecond) // the call runs elsewhere meanwhile
 			adm.End(context.Background(), tc.err)
 			adm.End(context.Background(), tc.err) // a second End does nothing
-			want := []string{"acquire a", "acquire b", "done b " + tc.want.String(), "done a " + tc.want.String()}
+			want := []string{"acquire a", "acquire b", "done a " + tc.want.String(), "done b " + tc.want.String()}
 			if fmt.Sprint(log) != fmt.Sprint(want) {
 				t.Fatalf("log = %v, want %v", log, want)
 			}

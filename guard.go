@@ -146,17 +146,12 @@ func (g *Guard) run(ctx context.Context, i int, inner Call) Result {
 	done := false
 	defer func() {
 		if !done {
-			o := Outcome{Class: Failure, Err: errPanicked}
-			for j := n - 1; j >= 0; j-- {
-				permits[j].Done(o)
-			}
+			release(permits[:n], Outcome{Class: Failure, Err: errPanicked})
 		}
 	}()
 	r := g.run(ctx, k, inner)
 	done = true
-	for j := n - 1; j >= 0; j-- {
-		permits[j].Done(r.Outcome)
-	}
+	release(permits[:n], r.Outcome)
 	return r
 }
 
@@ -171,10 +166,7 @@ func doAdmitted[T any](ctx context.Context, g *Guard, fn func(context.Context) (
 	done := false
 	defer func() {
 		if !done {
-			o := Outcome{Class: Failure, Err: errPanicked}
-			for j := n - 1; j >= 0; j-- {
-				permits[j].Done(o)
-			}
+			release(permits[:n], Outcome{Class: Failure, Err: errPanicked})
 		}
 	}()
 	var o Outcome
@@ -187,8 +179,16 @@ func doAdmitted[T any](ctx context.Context, g *Guard, fn func(context.Context) (
 		o = g.outcome(ctx, start, err)
 	}
 	done = true
-	for j := n - 1; j >= 0; j-- {
+	release(permits[:n], o)
+	return v, err
+}
+
+// release reports the outcome o of a call to its permits, outermost first:
+// a breaker learns how the call ended before the concurrency slot the call
+// held is handed to a call that waited for it, which then passes the
+// breaker again (see Rechecker) and is turned away if this call opened it.
+func release(permits []Permit, o Outcome) {
+	for j := range permits {
 		permits[j].Done(o)
 	}
-	return v, err
 }

@@ -91,7 +91,7 @@ func TestDoAdmissionOrderAndOutcomes(t *testing.T) {
 				if v != 42 || !errors.Is(err, tc.fnErr) || (tc.fnErr == nil) != (err == nil) {
 					t.Fatalf("Do = %v, %v; want 42, %v", v, err, tc.fnErr)
 				}
-				want := []string{"acquire a", "acquire b", "done b " + tc.wantClass.String(), "done a " + tc.wantClass.String()}
+				want := []string{"acquire a", "acquire b", "done a " + tc.wantClass.String(), "done b " + tc.wantClass.String()}
 				if fmt.Sprint(log) != fmt.Sprint(want) {
 					t.Fatalf("log = %v, want %v", log, want)
 				}

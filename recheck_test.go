@@ -74,10 +74,10 @@ func TestRecheckAfterWait(t *testing.T) {
 		want         []string
 		wantRejected bool
 	}{
-		{"no wait", false, false, nil, []string{"acquire a", "acquire q", "call", "done q success", "done a success"}, false},
-		{"stands", true, true, nil, []string{"acquire a", "acquire q", "stands a 7", "call", "done q success", "done a success"}, false},
+		{"no wait", false, false, nil, []string{"acquire a", "acquire q", "call", "done a success", "done q success"}, false},
+		{"stands", true, true, nil, []string{"acquire a", "acquire q", "stands a 7", "call", "done a success", "done q success"}, false},
 		{"stale, admitted again", true, false, nil, []string{"acquire a", "acquire q", "stands a 7", "done a dropped", "acquire a",
-			"call", "done q success", "done a success"}, false},
+			"call", "done a success", "done q success"}, false},
 		{"stale, refused", true, false, errOpen, []string{"acquire a", "acquire q", "stands a 7", "done a dropped", "acquire a",
 			"done q dropped"}, true},
 	}

@@ -41,9 +41,13 @@ var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canc
 // most left bytes (no limit when left is negative) and marks its errors with
 // errClientBody, so that a body that is too long or broken off fails the
 // attempt instead of reaching the upstream cut short as if it were whole.
+// An error is final: every later Read returns it, and the bytes read with
+// it are dropped (fasthttp's chunked writer sends what a Read returns with
+// an error and reads on, which made a broken chunked body look whole).
 type clientBody struct {
 	r    io.Reader
 	left int64
+	err  error // the error every Read returns once the body broke
 }
 
 func newClientBody(r io.Reader, maxBody int) *clientBody {
@@ -54,18 +58,23 @@ func newClientBody(r io.Reader, maxBody int) *clientBody {
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
 	if b.left >= 0 && int64(len(p)) > b.left+1 {
 		p = p[:b.left+1]
 	}
 	n, err := b.r.Read(p)
 	if b.left >= 0 {
 		if int64(n) > b.left {
-			return 0, errBodyTooLarge
+			b.err = errBodyTooLarge
+			return 0, b.err
 		}
 		b.left -= int64(n)
 	}
 	if err != nil && err != io.EOF {
-		return n, fmt.Errorf("%w: %w", errClientBody, err)
+		b.err = fmt.Errorf("%w: %w", errClientBody, err)
+		return 0, b.err
 	}
 	return n, err
 }

@@ -39,9 +39,7 @@ const maxFuzzRequests = 32
 //
 // The client's requests are what net/http's ReadRequest reads from the
 // input, up to the first it cannot read or one that closes the
-// connection. Seeds are the conformance cases and gateway/testdata/fuzz;
-// inputs that hit a known bug (forwardKnownBug) are skipped unless
-// SLUICE_CONFORMANCE_STRICT is set.
+// connection. Seeds are the conformance cases and gateway/testdata/fuzz.
 func FuzzForward(f *testing.F) {
 	for _, c := range conformanceCases() {
 		if c.respond == nil {
@@ -63,9 +61,6 @@ func FuzzForward(f *testing.F) {
 		}
 		refs := clientRequests(in)
 		for _, r := range rigs {
-			if reason := forwardKnownBug(in, r.engine); reason != "" {
-				skipKnownBug(t, r.engine+": "+reason)
-			}
 			checkForward(t, r, in, refs)
 		}
 	})
@@ -275,70 +270,4 @@ func corpusSeeds(t testing.TB, name string) [][]byte {
 		seeds = append(seeds, []byte(s))
 	}
 	return seeds
-}
-
-// forwardKnownBug returns why in is skipped on engine: it has a header
-// line of a kind that hits a bug TestConformance lists as known. It looks
-// at every line of in, bodies included, so it skips more than it must.
-func forwardKnownBug(in []byte, engine string) string {
-	if badChunkEnd(in) {
-		return "a chunked body broken after a chunk's data is forwarded as complete"
-	}
-	if bytes.Contains(in, []byte(" //")) {
-		return "without a Host, a target starting with // is read as an authority"
-	}
-	if badPercent(in) {
-		return "a target with bad percent-encoding is accepted and re-encoded"
-	}
-	for _, line := range strings.Split(string(in), "\n") {
-		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
-		if !ok {
-			continue
-		}
-		switch {
-		case strings.ContainsAny(strings.TrimLeft(name, " \t"), " \t\r"):
-			return "a field name with a space is forwarded"
-		case strings.EqualFold(name, "Transfer-Encoding") && !strings.EqualFold(strings.Trim(value, " \t"), "chunked"):
-			return "Transfer-Encoding other than chunked is ignored"
-		case engine == "loop" && strings.EqualFold(name, "Connection") &&
-			(strings.Contains(strings.ToLower(value), "content-length") || strings.Contains(strings.ToLower(value), "transfer-encoding")):
-			return "Connection naming a framing header drops it but keeps the body"
-		}
-	}
-	return ""
-}
-
-// badPercent reports whether b has a "%" not followed by two hex digits.
-func badPercent(b []byte) bool {
-	for i, c := range b {
-		if c == '%' && (i+2 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2])) {
-			return true
-		}
-	}
-	return false
-}
-
-func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
-
-// badChunkEnd reports whether b has a line that could be a chunk's size
-// (hex digits, maybe an extension) whose chunk of data is not followed by
-// CRLF.
-func badChunkEnd(b []byte) bool {
-	for start := 0; start < len(b); {
-		end := bytes.IndexByte(b[start:], '\n')
-		if end < 0 {
-			return false
-		}
-		line := bytes.TrimSuffix(b[start:start+end], []byte("\r"))
-		start += end + 1
-		size, _, _ := bytes.Cut(line, []byte(";"))
-		n, err := strconv.ParseUint(string(size), 16, 32)
-		if err != nil || n == 0 {
-			continue
-		}
-		if data := b[start:]; uint64(len(data)) >= n+2 && !bytes.HasPrefix(data[n:], []byte("\r\n")) {
-			return true
-		}
-	}
-	return false
 }

@@ -139,6 +139,22 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // body has nothing more to read, so its read deadline is left alone (which
 // saves re-arming the connection's timer on every such request).
 func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if p := h.Protocol(); len(p) == len("HTTP/1.1") && string(p[:7]) == "HTTP/1." && p[7] > '1' && p[7] <= '9' {
+		// HTTP/1.2 and later minor versions are read as HTTP/1.1 (RFC
+		// 9110 section 2.5), kept alive unless the client closes; here,
+		// before fasthttp decides whether the connection stays open.
+		// (fasthttp already counts an unknown version as closing, so the
+		// client's own Connection lines are read from the wire.)
+		closing := false
+		headers(h.RawHeaders(), func(name, value []byte) bool {
+			closing = closing || equalName(name, "Connection") && hasToken(value, "close")
+			return true
+		})
+		h.SetProtocolBytes(http11)
+		if !closing {
+			h.ResetConnectionClose()
+		}
+	}
 	s := g.state.Load().cfg.Server
 	if h.ContentLength() == 0 {
 		return fasthttp.RequestConfig{MaxRequestBodySize: s.MaxBodyBytes}

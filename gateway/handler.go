@@ -51,11 +51,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		code = fasthttp.StatusBadRequest // a NUL percent-encoded in the path, as nginx
 	}
 	if code != 0 {
-		// The connection closes: what follows the head cannot be trusted
-		// to be framed as fasthttp read it.
-		ctx.SetConnectionClose()
 		reason := refusalReason(code)
 		writeError(ctx, code, reason, 0)
+		// The connection closes: what follows the head cannot be trusted
+		// to be framed as fasthttp read it. (After writeError, which
+		// resets the response.)
+		ctx.SetConnectionClose()
 		g.finish(ctx, nil, start, reason)
 		return
 	}

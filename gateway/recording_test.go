@@ -83,6 +83,7 @@ func (e upError) cut() bool {
 // test ends.
 func startRecordingUpstream(t testing.TB) *recordingUpstream {
 	t.Helper()
+	checkLeaks(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

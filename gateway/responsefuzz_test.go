@@ -26,8 +26,7 @@ import (
 //     the sentinel when it is answered, and nothing else.
 //
 // Seeds are the raw answers of the conformance cases and
-// gateway/testdata/fuzz/FuzzParseResponse; inputs that hit a known bug
-// (responseKnownBug) are skipped unless SLUICE_CONFORMANCE_STRICT is set.
+// gateway/testdata/fuzz/FuzzParseResponse.
 func FuzzForwardResponse(f *testing.F) {
 	f.Add([]byte(defaultAnswer(upMsg{Method: http.MethodGet, Target: "/a"})))
 	for _, c := range conformanceCases() {
@@ -49,9 +48,6 @@ func FuzzForwardResponse(f *testing.F) {
 			return // "" would mean the default answer
 		}
 		for _, r := range rigs {
-			if reason := responseKnownBug(in, r.engine); reason != "" {
-				skipKnownBug(t, r.engine+": "+reason)
-			}
 			checkResponse(t, r, in)
 		}
 	})
@@ -124,18 +120,4 @@ func checkResponse(t *testing.T, r forwardRig, in []byte) {
 		t.Fatalf("%s: the sentinel request got answer %s #%d, not its own (#%d): the connection is out of step\nupstream answer %q",
 			r.engine, sentinel, sentinel.index, last.Index, in)
 	}
-}
-
-// responseKnownBug returns why in, an upstream's answer, is skipped on
-// engine: it hits a bug TestConformance lists as known.
-func responseKnownBug(in []byte, engine string) string {
-	for _, line := range strings.Split(string(in), "\n") {
-		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
-		value = strings.ToLower(value)
-		if ok && engine == "loop" && strings.EqualFold(name, "Connection") &&
-			(strings.Contains(value, "content-length") || strings.Contains(value, "transfer-encoding")) {
-			return "Connection naming a framing header drops it from the answer"
-		}
-	}
-	return ""
 }

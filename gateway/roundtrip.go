@@ -78,10 +78,23 @@ func roundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Re
 }
 
 // stale reports whether err is what a connection closed by the target
-// gives before any byte of the response.
+// gives before any byte of the response (see noResponseError). A response
+// cut short after its first byte was read is no stale connection: the
+// target got the request and answered, however badly, and it is not sent
+// again.
 func stale(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	var nr *noResponseError
+	return errors.As(err, &nr) &&
+		(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 }
+
+// noResponseError is an error met before any byte of the response was
+// read: in sending the request, or in waiting for the response's first
+// byte.
+type noResponseError struct{ err error }
+
+func (e *noResponseError) Error() string { return e.err.Error() }
+func (e *noResponseError) Unwrap() error { return e.err }
 
 // replayable reports whether req may be sent again after an attempt that
 // the target may not have processed.
@@ -126,7 +139,7 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 	}
 	if err != nil {
 		hc.CloseConn(cc)
-		return tr.cut.clear(timeoutError(err))
+		return tr.cut.clear(timeoutError(&noResponseError{err}))
 	}
 
 	br := hc.AcquireReader(conn)
@@ -168,6 +181,9 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 	resp.Header.SetNoDefaultContentType(true) // as the gateway's server: send only the target's
 	for interim := 0; ; interim++ {
 		if _, err := br.Peek(1); err != nil {
+			if interim == 0 {
+				return &noResponseError{err}
+			}
 			return err
 		}
 		if b, _ := br.Peek(br.Buffered()); bothFramings(b) {

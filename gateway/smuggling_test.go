@@ -190,7 +190,6 @@ func TestRefusedRequests(t *testing.T) {
 		{"Content-Length and Transfer-Encoding", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
 		{"space before colon", "GET / HTTP/1.1\r\nHost: x\r\nX-A : b\r\n\r\n", 400},
 		{"HTTP/2.0 request line", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505},
-		{"HTTP/1.2", "GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505},
 		{"asterisk-form", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 		{"NUL in the path", "GET /a%00b HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 		{"bare LF in a header line", "GET / HTTP/1.1\r\nHost: x\r\nX-A: b\nX-B: c\r\n\r\n", 400},
