@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/buildinfo"
 )
 
 // Metrics holds sluice's collectors.
@@ -40,7 +42,8 @@ type requestKey struct {
 	code           int
 }
 
-// New creates sluice's collectors and registers them on reg. It returns an
+// New creates sluice's collectors and registers them on reg, among them
+// sluice_build_info, which says which build is running. It returns an
 // error if any of them is already registered there.
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
@@ -82,7 +85,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Name: "sluice_ratelimit_store_evictions_total",
 		Help: "Keys a full in-memory rate-limit store forgot before they were idle (each starts afresh if it comes back).",
 	}, func() float64 { return float64(m.evictions.Load()) })
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.breakerState, m.breakerChanges, m.concLimit, m.rateLimit, m.reloads, m.retries, evictions} {
+	build := buildinfo.Read()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "sluice_build_info",
+		Help:        "Always 1; its labels are the running build's version and the Go version that built it.",
+		ConstLabels: prometheus.Labels{"version": build.Version, "goversion": build.GoVersion},
+	})
+	buildInfo.Set(1)
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.breakerState, m.breakerChanges, m.concLimit, m.rateLimit, m.reloads, m.retries, evictions, buildInfo} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package telemetry_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluicehq/sluice/internal/buildinfo"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -61,6 +63,24 @@ func TestStoreEvictions(t *testing.T) {
 sluice_ratelimit_store_evictions_total 3
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_ratelimit_store_evictions_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBuildInfo checks that New exports the running build's version and
+// Go version as sluice_build_info, always 1.
+func TestBuildInfo(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := telemetry.New(reg); err != nil {
+		t.Fatal(err)
+	}
+	b := buildinfo.Read()
+	want := fmt.Sprintf(`
+# HELP sluice_build_info Always 1; its labels are the running build's version and the Go version that built it.
+# TYPE sluice_build_info gauge
+sluice_build_info{goversion=%q,version=%q} 1
+`, b.GoVersion, b.Version)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_build_info"); err != nil {
 		t.Fatal(err)
 	}
 }

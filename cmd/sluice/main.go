@@ -3,23 +3,22 @@
 //	sluice serve [--config] FILE run the gateway
 //	sluice validate FILE         check a configuration; print every error
 //	sluice demo                  a fragile upstream, the gateway and load, live
-//	sluice version               print the version
+//	sluice version               print the version, VCS revision and Go version
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/sluicehq/sluice/internal/buildinfo"
+)
 
 const usage = `usage:
   sluice serve [--config] FILE run the gateway
   sluice validate FILE         check a configuration file; print every error
   sluice demo [flags]          run a fragile upstream, the gateway and load, and show what each policy does
-  sluice version               print the version
+  sluice version               print the version, VCS revision and Go version
 `
 
 func main() {
@@ -39,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		return demo(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "sluice", version)
+		fmt.Fprintln(stdout, "sluice", buildinfo.Read())
 		return 0
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)

@@ -3,19 +3,50 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/buildinfo"
 )
 
-// TestVersion checks `sluice version`.
+// TestVersion checks that `sluice version` prints the build information
+// of the running binary, Go version included.
 func TestVersion(t *testing.T) {
+	want := "sluice " + buildinfo.Read().String() + "\n"
 	for _, arg := range []string{"version", "--version", "-v"} {
 		var out, errOut bytes.Buffer
-		if code := run([]string{arg}, &out, &errOut); code != 0 || out.String() != "sluice dev\n" {
-			t.Errorf("sluice %s: exit %d, stdout %q, stderr %q", arg, code, out.String(), errOut.String())
+		if code := run([]string{arg}, &out, &errOut); code != 0 || out.String() != want {
+			t.Errorf("sluice %s: exit %d, stdout %q, stderr %q; want %q", arg, code, out.String(), errOut.String(), want)
 		}
+		if !strings.HasSuffix(out.String(), " "+runtime.Version()+"\n") {
+			t.Errorf("sluice %s: %q does not end with the Go version %s", arg, out.String(), runtime.Version())
+		}
+	}
+}
+
+// TestVersionBuilt builds the command with the Dockerfile's link flags and
+// the version set at link time, and checks that the binary prints it: the
+// -X flag's symbol path is right and the link-time version wins.
+func TestVersionBuilt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := filepath.Join(t.TempDir(), "sluice")
+	build := exec.Command("go", "build", "-buildvcs=false",
+		"-ldflags=-s -w -X github.com/sluicehq/sluice/internal/buildinfo.version=v9.8.7-test", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatalf("sluice version: %v", err)
+	}
+	if want := "sluice v9.8.7-test " + runtime.Version() + "\n"; string(out) != want {
+		t.Fatalf("sluice version printed %q, want %q", out, want)
 	}
 }
 
