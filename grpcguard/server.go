@@ -2,6 +2,7 @@ package grpcguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -34,12 +35,15 @@ var (
 //
 // The call is classified from the handler's error (see Options.IsFailure
 // and DefaultIsFailure), with the latency measured on Options.Clock. Once
-// the handler ran, the client gets what it returned. When the guard
-// stopped the call before (a rejection, a timeout), the client gets
-// Error(err): RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED (see
-// StatusFor), with the retry hint, if any, in the PushbackKey trailer. A
-// value a policy settled on in place of the handler's (a fallback's) is
-// sent as the response.
+// the handler ran, the client gets what it returned (a context's error as
+// DEADLINE_EXCEEDED or CANCELED, see Error), unless a timeout policy ended
+// the call: then DEADLINE_EXCEEDED, even for a late response, as the
+// timeout package says. When the guard stopped the call before the handler
+// ran (a rejection, a timeout), the client gets Error(err):
+// RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED (see StatusFor),
+// with the retry hint, if any, in the PushbackKey trailer. A value a policy
+// settled on in place of the handler's (a fallback's) is sent as the
+// response.
 //
 // If a policy (an asynchronous timeout) returns while the handler still
 // runs, the interceptor waits for the handler to return: the handler must
@@ -67,7 +71,10 @@ func UnaryServerInterceptor(g *sluice.Guard, opts Options) grpc.UnaryServerInter
 			return sluice.Result{Value: c.resp, Outcome: o}
 		})
 		if c.finish() {
-			return c.resp, c.err
+			if errors.Is(res.Err, sluice.ErrTimeout) {
+				return nil, Error(res.Err)
+			}
+			return c.resp, Error(c.err)
 		}
 		if res.Err != nil {
 			if md, ok := pushback(res.Err); ok {

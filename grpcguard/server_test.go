@@ -18,6 +18,8 @@ import (
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/grpcguard"
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/retry"
+	"github.com/sluicehq/sluice/timeout"
 )
 
 func serverOpts(g *sluice.Guard, opts grpcguard.Options) []grpc.ServerOption {
@@ -270,5 +272,51 @@ func TestServerGuardFor(t *testing.T) {
 	wantCode(t, err, codes.Unavailable)
 	if _, err := c.UnaryCall(ctx, &testgrpc.SimpleRequest{}); err != nil {
 		t.Errorf("method without a guard of its own: %v", err)
+	}
+}
+
+func TestUnaryServerRunsHandlerOnce(t *testing.T) {
+	svc := &service{unary: func(context.Context) error { return status.Error(codes.Unavailable, "db down") }}
+	r, err := retry.New(retry.Options{MaxAttempts: 3, Backoff: retry.Constant(0), NoBudget: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := start(t, svc, serverOpts(sluice.New(r), grpcguard.Options{}))
+	_, err = c.UnaryCall(ctxFor(t), &testgrpc.SimpleRequest{})
+	wantCode(t, err, codes.Unavailable)
+	if msg := status.Convert(err).Message(); msg != "db down" {
+		t.Errorf("message %q, want the handler's", msg)
+	}
+	if n := svc.calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
+	}
+}
+
+func TestUnaryServerTimeoutAnswersDeadlineExceeded(t *testing.T) {
+	clk := clock.NewFake(t0)
+	to, err := timeout.New(timeout.Options{Timeout: 2 * time.Second, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBreaker(t, breaker.Options{ConsecutiveFailures: 1, Clock: clk})
+	// The handler answers late, with a success: the timeout still wins.
+	svc := &service{unary: func(ctx context.Context) error {
+		<-ctx.Done()
+		return nil
+	}}
+	c := start(t, svc, serverOpts(sluice.New(b, to), grpcguard.Options{}))
+	ctx := ctxFor(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		done <- err
+	}()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	wantCode(t, <-done, codes.DeadlineExceeded)
+	if s := b.State(); s != breaker.Open {
+		t.Errorf("breaker %v after a timeout, want open", s)
 	}
 }
