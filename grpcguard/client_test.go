@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/grpcguard"
+	"github.com/sluicehq/sluice/hedge"
 	"github.com/sluicehq/sluice/retry"
 )
 
@@ -315,5 +316,44 @@ func TestStreamClientFailureFeedsBreaker(t *testing.T) {
 	wantCode(t, err, codes.Unavailable)
 	if n := svc.calls.Load(); n != 1 {
 		t.Errorf("server saw %d streams, want 1", n)
+	}
+}
+
+func TestUnaryClientAttemptsNeverOverlap(t *testing.T) {
+	clk := clock.NewFake(t0)
+	h, err := hedge.New(hedge.Options{Delay: time.Second, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first call fails at once and may be retried; the second waits.
+	var calls atomic.Int32
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	svc := &service{empty: func(context.Context) error {
+		if calls.Add(1) == 1 {
+			return status.Error(codes.Unavailable, "again")
+		}
+		entered <- struct{}{}
+		<-release
+		return nil
+	}}
+	opts := grpcguard.Options{RetryableMethods: func(string) bool { return true }}
+	c := start(t, svc, nil, clientOpts(sluice.New(newRetry(t, 3, nil), h), opts)...)
+	ctx := ctxFor(t)
+	done := make(chan error, 1)
+	go func() { done <- empty(c, ctx) }()
+	<-entered
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second) // the hedge starts while the retry runs
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	if s := h.Stats(); s.Hedges != 1 {
+		t.Errorf("hedges %d, want 1", s.Hedges)
+	}
+	if n := svc.calls.Load(); n != 2 {
+		t.Errorf("server saw %d calls, want 2: attempts filling one reply must not overlap", n)
 	}
 }
