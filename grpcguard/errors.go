@@ -20,13 +20,14 @@ import (
 // UnaryClientInterceptor.
 const PushbackKey = "grpc-retry-pushback-ms"
 
-// ErrNotRetryable is matched (errors.Is) by the error of an attempt that
-// UnaryClientInterceptor or a stream interceptor refused to run because the
-// call was already sent and may not be sent again: its method is not
-// retryable (Options.RetryableMethods), its last status code is not
-// (Options.RetryableCodes), the server's pushback asked not to retry, or
-// it is a stream. Such an attempt is Dropped; the caller gets the status of
-// the attempt that was sent.
+// ErrNotRetryable is matched (errors.Is) by the error of an attempt that an
+// interceptor refused to run: UnaryClientInterceptor's call was already
+// sent and may not be sent again (its method is not retryable, see
+// Options.RetryableMethods; its last status code is not, see
+// Options.RetryableCodes; the server's pushback asked not to retry; or
+// another attempt of it is running), or UnaryServerInterceptor's handler
+// already ran. Such an attempt is Dropped; the caller gets the status of
+// the attempt that ran.
 var ErrNotRetryable = errors.New("grpcguard: the call may not be sent again")
 
 // grpcStatuser is implemented by the errors of grpc's status package.

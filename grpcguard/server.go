@@ -36,14 +36,14 @@ var (
 // The call is classified from the handler's error (see Options.IsFailure
 // and DefaultIsFailure), with the latency measured on Options.Clock. Once
 // the handler ran, the client gets what it returned (a context's error as
-// DEADLINE_EXCEEDED or CANCELED, see Error), unless a timeout policy ended
-// the call: then DEADLINE_EXCEEDED, even for a late response, as the
-// timeout package says. When the guard stopped the call before the handler
-// ran (a rejection, a timeout), the client gets Error(err):
-// RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED (see StatusFor),
-// with the retry hint, if any, in the PushbackKey trailer. A value a policy
-// settled on in place of the handler's (a fallback's) is sent as the
-// response.
+// DEADLINE_EXCEEDED or CANCELED, see Error; a fallback does not replace
+// it), unless a timeout policy ended the call: then DEADLINE_EXCEEDED,
+// even for a late response, as the timeout package says. When the guard
+// stopped the call before the handler ran (a rejection, a timeout), the
+// client gets Error(err): RESOURCE_EXHAUSTED, UNAVAILABLE or
+// DEADLINE_EXCEEDED (see StatusFor), with the retry hint, if any, in the
+// PushbackKey trailer; or, if a policy settled on a value instead (a
+// fallback's), that value as the response.
 //
 // If a policy (an asynchronous timeout) returns while the handler still
 // runs, the interceptor waits for the handler to return: the handler must
