@@ -2,7 +2,11 @@
 //
 // A Guard composes policies around a call; Do runs a function behind it:
 //
-//	g := sluice.New(limiter, retry.New(retry.Options{}), br, bulkhead)
+//	rt, err := retry.New(retry.Options{MaxAttempts: 3})
+//	if err != nil {
+//		return err // matches ErrInvalidOptions and names every unusable option
+//	}
+//	g := sluice.New(limiter, rt, br, bulkhead)
 //	answer, err := sluice.Do(ctx, g, func(ctx context.Context) (Answer, error) {
 //		return client.Infer(ctx, prompt)
 //	})
@@ -34,4 +38,8 @@
 //
 // Rejections satisfy errors.Is(err, ErrRejected) and are *Rejection values
 // carrying the reason and, where known, when to retry.
+//
+// Every constructor of sluice's packages checks all of its options: when
+// some are unusable it returns an error matching ErrInvalidOptions that
+// names each of them.
 package sluice

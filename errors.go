@@ -11,6 +11,12 @@ import (
 // reports whether a policy refused to run a call.
 var ErrRejected = errors.New("sluice: rejected")
 
+// ErrInvalidOptions is matched (errors.Is) by the error that every
+// constructor of sluice's packages returns when its options are unusable.
+// That error names every unusable option, one errors.Join element each; a
+// package's own sentinel, such as breaker.ErrInvalidOptions, matches too.
+var ErrInvalidOptions = errors.New("sluice: invalid options")
+
 // ErrTimeout is returned when a timeout policy ended a call. It matches
 // context.DeadlineExceeded too.
 var ErrTimeout error = timeoutError{}

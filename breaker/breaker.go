@@ -120,8 +120,9 @@ var (
 	_ sluice.Rechecker = (*Breaker)(nil)
 )
 
-// New returns a closed Breaker configured by opts, or an error wrapping
-// ErrInvalidOptions that lists every invalid field.
+// New returns a closed Breaker configured by opts. For unusable opts it
+// returns an error matching sluice.ErrInvalidOptions and ErrInvalidOptions
+// (errors.Is) that names every unusable option.
 func New(opts Options) (*Breaker, error) {
 	cfg, err := opts.resolve()
 	if err != nil {

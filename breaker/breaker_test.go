@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 )
 
 func TestTransitions(t *testing.T) {
@@ -240,9 +241,27 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			}
 		})
 	}
-	_, err := New(Options{FailureRate: 2, CountWindow: -1})
-	if got := strings.Count(err.Error(), "invalid options"); got != 2 {
-		t.Fatalf("want both errors reported, got %v", err)
+}
+
+func TestNewNamesEveryBadOption(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		names []string
+	}{
+		{"rate and window", Options{FailureRate: 2, CountWindow: -1}, []string{"FailureRate 2", "CountWindow -1"}},
+		{"slow rate, buckets, half-open", Options{SlowCallRate: 0.5, Buckets: -1, HalfOpenCalls: -2},
+			[]string{"SlowCallThreshold", "Buckets -1", "HalfOpenCalls -2"}},
+		{"multiplier and durations", Options{OpenMultiplier: 0.5, OpenDuration: time.Minute, MaxOpenDuration: time.Second},
+			[]string{"OpenMultiplier 0.5", "MaxOpenDuration 1s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.opts)
+			invalidtest.Check(t, err, ErrInvalidOptions, tt.names...)
+			_, err = NewSet(tt.opts)
+			invalidtest.Check(t, err, ErrInvalidOptions, tt.names...)
+		})
 	}
 }
 

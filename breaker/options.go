@@ -1,12 +1,11 @@
 package breaker
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"time"
 
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // Defaults for zero Options fields.
@@ -32,8 +31,9 @@ const (
 const maxWindow = 1 << 30
 
 // ErrInvalidOptions is matched (errors.Is) by every error New and NewSet
-// return for options that make no sense.
-var ErrInvalidOptions = errors.New("breaker: invalid options")
+// return for options that make no sense. It matches
+// sluice.ErrInvalidOptions too.
+var ErrInvalidOptions = invalid.Sentinel("breaker: invalid options")
 
 // Options configures a Breaker. The zero Options is valid: a breaker that
 // trips when at least half of the last 100 calls failed (once 20 have been
@@ -148,10 +148,8 @@ type config struct {
 // resolve validates o and applies the defaults. Every problem is reported,
 // each wrapping ErrInvalidOptions.
 func (o Options) resolve() (config, error) {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...))
-	}
+	ps := invalid.Problems{Prefix: "breaker: invalid options", Sentinel: ErrInvalidOptions}
+	bad := ps.Addf
 	rate := func(name string, v float64) {
 		if math.IsNaN(v) || v < 0 || v > 1 {
 			bad("%s %v is not in [0, 1]", name, v)
@@ -253,7 +251,7 @@ func (o Options) resolve() (config, error) {
 	if c.successes == 0 {
 		c.successes = c.halfOpenCalls
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := ps.Err(); err != nil {
 		return config{}, err
 	}
 	return c, nil

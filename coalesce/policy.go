@@ -2,9 +2,9 @@ package coalesce
 
 import (
 	"context"
-	"errors"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // KeyFunc returns the coalescing key of a call from its context. ok=false
@@ -43,10 +43,16 @@ type Policy struct {
 
 var _ sluice.Policy = (*Policy)(nil)
 
-// New returns a Policy. It fails if opts.Key is nil.
+// New returns a Policy configured by opts. For unusable opts (a nil Key) it
+// returns an error matching sluice.ErrInvalidOptions (errors.Is) that names
+// every unusable option.
 func New(opts Options) (*Policy, error) {
+	ps := invalid.Problems{Prefix: "coalesce: invalid options"}
 	if opts.Key == nil {
-		return nil, errors.New("coalesce: Options.Key is required")
+		ps.Addf("Key is required")
+	}
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	return &Policy{key: opts.Key}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 )
 
 type keyCtx struct{}
@@ -22,9 +23,8 @@ func keyFromCtx(ctx context.Context) (string, bool) {
 }
 
 func TestNewRequiresKey(t *testing.T) {
-	if _, err := New(Options{}); err == nil {
-		t.Fatal("New(Options{}) succeeded, want an error")
-	}
+	_, err := New(Options{})
+	invalidtest.Check(t, err, nil, "Key is required")
 }
 
 func TestPolicySharesOneRun(t *testing.T) {

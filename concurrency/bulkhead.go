@@ -2,8 +2,6 @@ package concurrency
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // hasWaiters is the top bit of a state word: the wait queue is not empty.
@@ -71,21 +70,23 @@ var (
 // maxBulkhead bounds MaxConcurrent so that the count fits in its 32 bits.
 const maxBulkhead = 1<<32 - 1
 
-// NewBulkhead returns a Bulkhead configured by opts, or an error if
-// MaxConcurrent is not positive or a field is negative.
+// NewBulkhead returns a Bulkhead configured by opts. For unusable opts (a
+// MaxConcurrent that is not positive, a negative field) it returns an error
+// matching sluice.ErrInvalidOptions (errors.Is) that names every unusable
+// option.
 func NewBulkhead(opts BulkheadOptions) (*Bulkhead, error) {
-	var errs []error
+	ps := invalid.Problems{Prefix: "concurrency: invalid bulkhead options"}
 	if opts.MaxConcurrent <= 0 || opts.MaxConcurrent > maxBulkhead {
-		errs = append(errs, fmt.Errorf("MaxConcurrent must be in [1, %d], got %d", maxBulkhead, opts.MaxConcurrent))
+		ps.Addf("MaxConcurrent %d is not in [1, %d]", opts.MaxConcurrent, maxBulkhead)
 	}
 	if opts.MaxQueue < 0 {
-		errs = append(errs, fmt.Errorf("MaxQueue must be >= 0, got %d", opts.MaxQueue))
+		ps.Addf("MaxQueue %d is negative", opts.MaxQueue)
 	}
 	if opts.MaxWait < 0 {
-		errs = append(errs, fmt.Errorf("MaxWait must be >= 0, got %v", opts.MaxWait))
+		ps.Addf("MaxWait %v is negative", opts.MaxWait)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("concurrency: invalid bulkhead options: %w", err)
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	label := "bulkhead"
 	if opts.Name != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 )
 
 func TestNewBulkheadValidation(t *testing.T) {
@@ -36,6 +37,33 @@ func TestNewBulkheadValidation(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("NewBulkhead error = %v, want one mentioning %q", err, tt.wantErr)
 			}
+		})
+	}
+}
+
+func TestNewNamesEveryBadOption(t *testing.T) {
+	alg := fixedLimit(4)
+	tests := []struct {
+		name  string
+		new   func() error
+		names []string
+	}{
+		{"bulkhead", func() error {
+			_, err := NewBulkhead(BulkheadOptions{MaxQueue: -1, MaxWait: -time.Second})
+			return err
+		}, []string{"MaxConcurrent 0", "MaxQueue -1", "MaxWait -1s"}},
+		{"limiter", func() error {
+			_, err := NewLimiter(LimiterOptions{Order: 7, DemandHold: -1, Priorities: []Share{{1.5}, {0.2}}})
+			return err
+		}, []string{"Algorithm is required", "Order 7", "DemandHold -1ns", "Priorities[0].Fraction 1.5", "fractions sum to 1.7"}},
+		{"limiter queue and wait", func() error {
+			_, err := NewLimiter(LimiterOptions{Algorithm: alg, MaxQueue: -2, MaxWait: -time.Second, Priorities: make([]Share, 4)})
+			return err
+		}, []string{"MaxQueue -2", "MaxWait -1s", "Priorities has 4 entries"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			invalidtest.Check(t, tt.new(), nil, tt.names...)
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/concurrency/limit"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // QueueOrder is the order in which a Limiter's queue serves the calls of one
@@ -171,40 +171,41 @@ const (
 	defaultDemandHold = time.Second
 )
 
-// NewLimiter returns a Limiter configured by opts, or an error naming every
-// invalid field.
+// NewLimiter returns a Limiter configured by opts. For unusable opts it
+// returns an error matching sluice.ErrInvalidOptions (errors.Is) that names
+// every unusable option.
 func NewLimiter(opts LimiterOptions) (*Limiter, error) {
-	var errs []error
+	ps := invalid.Problems{Prefix: "concurrency: invalid limiter options"}
 	if opts.Algorithm == nil {
-		errs = append(errs, errors.New("option Algorithm is required"))
+		ps.Addf("Algorithm is required")
 	}
 	if opts.MaxQueue < 0 {
-		errs = append(errs, fmt.Errorf("MaxQueue must be >= 0, got %d", opts.MaxQueue))
+		ps.Addf("MaxQueue %d is negative", opts.MaxQueue)
 	}
 	if opts.Order > LIFO {
-		errs = append(errs, fmt.Errorf("option Order must be FIFO or LIFO, got %d", opts.Order))
+		ps.Addf("Order %d is neither FIFO nor LIFO", opts.Order)
 	}
 	if opts.MaxWait < 0 {
-		errs = append(errs, fmt.Errorf("MaxWait must be >= 0, got %v", opts.MaxWait))
+		ps.Addf("MaxWait %v is negative", opts.MaxWait)
 	}
 	if opts.DemandHold < 0 {
-		errs = append(errs, fmt.Errorf("DemandHold must be >= 0, got %v", opts.DemandHold))
+		ps.Addf("DemandHold %v is negative", opts.DemandHold)
 	}
 	if len(opts.Priorities) > NumPriorities {
-		errs = append(errs, fmt.Errorf("option Priorities has %d entries, at most %d allowed", len(opts.Priorities), NumPriorities))
+		ps.Addf("Priorities has %d entries, at most %d allowed", len(opts.Priorities), NumPriorities)
 	}
 	sum := 0.0
 	for i, sh := range opts.Priorities {
 		if !(sh.Fraction >= 0 && sh.Fraction <= 1) {
-			errs = append(errs, fmt.Errorf("Priorities[%d].Fraction must be in [0, 1], got %v", i, sh.Fraction))
+			ps.Addf("Priorities[%d].Fraction %v is not in [0, 1]", i, sh.Fraction)
 		}
 		sum += sh.Fraction
 	}
 	if sum > 1+1e-9 {
-		errs = append(errs, fmt.Errorf("option Priorities: fractions sum to %v, more than 1", sum))
+		ps.Addf("Priorities: fractions sum to %v, more than 1", sum)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("concurrency: invalid limiter options: %w", err)
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	label := "concurrency limit"
 	if opts.Name != "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // ErrNoLastGood is matched (errors.Is) by the error a LastGood level returns
@@ -68,13 +69,19 @@ var (
 	_ Observer = (*LastGood)(nil)
 )
 
-// NewLastGood returns a LastGood level, or an error if opts are invalid.
+// NewLastGood returns a LastGood level configured by opts. For unusable
+// opts it returns an error matching sluice.ErrInvalidOptions (errors.Is)
+// that names every unusable option.
 func NewLastGood(opts LastGoodOptions) (*LastGood, error) {
+	ps := invalid.Problems{Prefix: "fallback: invalid last-good options"}
 	if opts.MaxAge < 0 {
-		return nil, fmt.Errorf("fallback: MaxAge must not be negative, got %v", opts.MaxAge)
+		ps.Addf("MaxAge %v is negative", opts.MaxAge)
 	}
 	if opts.MaxKeys < 0 {
-		return nil, fmt.Errorf("fallback: MaxKeys must not be negative, got %d", opts.MaxKeys)
+		ps.Addf("MaxKeys %d is negative", opts.MaxKeys)
+	}
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	l := &LastGood{
 		key:     opts.Key,

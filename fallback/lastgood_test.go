@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 )
 
 type userKey struct{}
@@ -23,10 +24,17 @@ func byUser(ctx context.Context) (string, bool) {
 }
 
 func TestNewLastGoodValidates(t *testing.T) {
-	for _, opts := range []LastGoodOptions{{MaxAge: -1}, {MaxKeys: -1}} {
-		if _, err := NewLastGood(opts); err == nil {
-			t.Errorf("NewLastGood(%+v) succeeded, want an error", opts)
-		}
+	tests := []struct {
+		opts  LastGoodOptions
+		names []string
+	}{
+		{LastGoodOptions{MaxAge: -1}, []string{"MaxAge -1ns"}},
+		{LastGoodOptions{MaxKeys: -1}, []string{"MaxKeys -1"}},
+		{LastGoodOptions{MaxAge: -time.Second, MaxKeys: -2}, []string{"MaxAge -1s", "MaxKeys -2"}},
+	}
+	for _, tt := range tests {
+		_, err := NewLastGood(tt.opts)
+		invalidtest.Check(t, err, nil, tt.names...)
 	}
 }
 

@@ -17,7 +17,6 @@ package hedge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // ErrLost is the cause with which the context of a losing attempt is
@@ -114,22 +114,28 @@ type Policy struct {
 
 var _ sluice.Policy = (*Policy)(nil)
 
-// New returns a Policy, or an error if opts are invalid.
+// New returns a Policy configured by opts. For unusable opts it returns an
+// error matching sluice.ErrInvalidOptions (errors.Is) that names every
+// unusable option.
 func New(opts Options) (*Policy, error) {
+	ps := invalid.Problems{Prefix: "hedge: invalid options"}
 	if opts.Delay <= 0 {
-		return nil, fmt.Errorf("hedge: Delay must be positive, got %v", opts.Delay)
+		ps.Addf("Delay %v is not positive", opts.Delay)
 	}
 	if opts.MaxHedges < 0 {
-		return nil, fmt.Errorf("hedge: MaxHedges must not be negative, got %d", opts.MaxHedges)
+		ps.Addf("MaxHedges %d is negative", opts.MaxHedges)
 	}
-	if opts.Quantile < 0 || opts.Quantile >= 1 {
-		return nil, fmt.Errorf("hedge: Quantile must be in [0, 1), got %v", opts.Quantile)
+	if !(opts.Quantile >= 0 && opts.Quantile < 1) {
+		ps.Addf("Quantile %v is not in [0, 1)", opts.Quantile)
 	}
 	if opts.Window < 0 {
-		return nil, fmt.Errorf("hedge: Window must not be negative, got %d", opts.Window)
+		ps.Addf("Window %d is negative", opts.Window)
 	}
 	if opts.MaxDelay != 0 && opts.MaxDelay < opts.Delay {
-		return nil, fmt.Errorf("hedge: MaxDelay %v is below Delay %v", opts.MaxDelay, opts.Delay)
+		ps.Addf("MaxDelay %v is below Delay %v", opts.MaxDelay, opts.Delay)
+	}
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	p := &Policy{
 		delay:     opts.Delay,

@@ -3,6 +3,7 @@ package hedge
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 )
 
 // att is one attempt of a held call: the test decides how it ends.
@@ -106,6 +108,24 @@ func mustNew(t *testing.T, opts Options) *Policy {
 }
 
 const delay = 10 * time.Millisecond
+
+func TestNewNamesEveryBadOption(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		names []string
+	}{
+		{"delay, hedges, quantile", Options{Delay: -1, MaxHedges: -1, Quantile: 1}, []string{"Delay -1ns", "MaxHedges -1", "Quantile 1"}},
+		{"NaN quantile, window, max delay", Options{Delay: delay, Quantile: math.NaN(), Window: -1, MaxDelay: delay / 2},
+			[]string{"Quantile NaN", "Window -1", "MaxDelay 5ms"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.opts)
+			invalidtest.Check(t, err, nil, tt.names...)
+		})
+	}
+}
 
 func TestNewValidates(t *testing.T) {
 	tests := []struct {

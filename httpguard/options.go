@@ -12,7 +12,8 @@ import (
 const DefaultMaxReplayBody = 1 << 20
 
 // Options configures Middleware and Transport. The zero value is ready to
-// use; every field documents its default.
+// use; every field documents its default. Every value is usable, so
+// Middleware and Transport return no error.
 type Options struct {
 	// IsFailure reports whether a response with the given status code counts
 	// as a failure against the downstream (breakers count it, retries may

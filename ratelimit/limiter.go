@@ -101,11 +101,12 @@ var (
 	_ sluice.Policy   = (*Limiter)(nil)
 )
 
-// New returns a Limiter configured by opts, or an error if opts.Limit is
-// invalid.
+// New returns a Limiter configured by opts. For unusable opts (an invalid
+// Limit) it returns an error matching sluice.ErrInvalidOptions and
+// ErrInvalidLimit (errors.Is) that names every unusable option.
 func New(opts Options) (*Limiter, error) {
 	if err := opts.Limit.Validate(); err != nil {
-		return nil, fmt.Errorf("ratelimit: creating limiter %q: %w", opts.Name, err)
+		return nil, err
 	}
 	l := &Limiter{name: opts.Name, store: opts.Store, key: opts.Key, onError: opts.OnError}
 	if l.store == nil {

@@ -48,15 +48,38 @@ var (
 	_ sluice.Policy   = (*Local)(nil)
 )
 
-// NewLocal returns a Local limiter with a full quota, or an error if l is
-// invalid or uses a window algorithm.
+// NewLocal returns a Local limiter with a full quota. For an unusable l (an
+// invalid Limit, or one with a window algorithm) it returns an error
+// matching sluice.ErrInvalidOptions and ErrInvalidLimit (errors.Is) that
+// names every problem.
 func NewLocal(l Limit, opts LocalOptions) (*Local, error) {
-	x := &Local{clock: clock.Or(opts.Clock), name: opts.Name}
-	if err := x.SetLimit(l); err != nil {
+	p, err := gcraParams(l)
+	if err != nil {
 		return nil, err
 	}
+	x := &Local{clock: clock.Or(opts.Clock), name: opts.Name}
+	x.set(p, l)
 	x.tat.Store(x.clock.Nanotime())
 	return x, nil
+}
+
+// gcraParams returns the params of l for Local and Sharded, which run GCRA
+// for the bucket algorithms, or the error naming every problem of l,
+// including a window algorithm.
+func gcraParams(l Limit) (params, error) {
+	p, err := l.params()
+	switch l.Algorithm {
+	case FixedWindow, SlidingWindow, SlidingLog:
+		ps := limitProblems()
+		ps.Add(err)
+		ps.Addf("Algorithm %s is a window algorithm; Local and Sharded run GCRA, TokenBucket or LeakyBucket", l.Algorithm)
+		return params{}, ps.Err()
+	}
+	if err != nil {
+		return params{}, err
+	}
+	p.alg = algoGCRA
+	return p, nil
 }
 
 // SetLimit replaces the limit, keeping the state: the arrival time, that is
@@ -64,19 +87,17 @@ func NewLocal(l Limit, opts LocalOptions) (*Local, error) {
 // It returns an error, and changes nothing, if l is invalid or uses a window
 // algorithm.
 func (x *Local) SetLimit(l Limit) error {
-	p, err := l.params()
+	p, err := gcraParams(l)
 	if err != nil {
 		return fmt.Errorf("ratelimit: setting local limit %q: %w", x.name, err)
 	}
-	switch p.alg {
-	case algoGCRA, algoTokenBucket, algoLeakyBucket:
-	default:
-		return fmt.Errorf("ratelimit: setting local limit %q: %w: Local runs GCRA, TokenBucket or LeakyBucket, not %s",
-			x.name, ErrInvalidLimit, l.Algorithm)
-	}
-	p.alg = algoGCRA
-	x.p.Store(&localParams{params: p, tau: p.cap * p.t, limit: l})
+	x.set(p, l)
 	return nil
+}
+
+// set makes p, the params of l, the limit.
+func (x *Local) set(p params, l Limit) {
+	x.p.Store(&localParams{params: p, tau: p.cap * p.t, limit: l})
 }
 
 // Limit returns the current limit.

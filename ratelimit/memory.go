@@ -104,7 +104,8 @@ type entry struct {
 
 var _ Store = (*Memory)(nil)
 
-// NewMemory returns an empty Memory store configured by opts.
+// NewMemory returns an empty Memory store configured by opts. Every
+// MemoryOptions value is usable, so it returns no error.
 func NewMemory(opts MemoryOptions) *Memory {
 	m := &Memory{clock: clock.Or(opts.Clock), seed: maphash.MakeSeed(), sweep: int64(opts.SweepInterval), evictions: opts.Evictions}
 	switch {

@@ -79,10 +79,11 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // Algorithm names a rate-limiting algorithm.
@@ -146,9 +147,11 @@ type Store interface {
 	AllowN(ctx context.Context, key string, l Limit, n int) (Decision, error)
 }
 
-// ErrInvalidLimit is wrapped by the errors that report an invalid Limit or a
-// negative n.
-var ErrInvalidLimit = errors.New("ratelimit: invalid limit")
+// ErrInvalidLimit is matched (errors.Is) by the errors that report an
+// invalid Limit or a negative n, and by every error a constructor of this
+// package returns for unusable options. It matches sluice.ErrInvalidOptions
+// too.
+var ErrInvalidLimit = invalid.Sentinel("ratelimit: invalid limit")
 
 // maxHorizon bounds how far ahead, in nanoseconds, a limit may need to look
 // (Capacity times the emission interval, or two periods), so that adding it
@@ -157,7 +160,8 @@ const maxHorizon = math.MaxInt64 / 4
 
 // Validate reports whether l is usable: a known Algorithm, Limit ≥ 1, Period
 // > 0, Burst ≥ 0, and a horizon (Capacity × Period/Limit, or two Periods)
-// below about 73 years. The error wraps ErrInvalidLimit.
+// below about 73 years. The error matches ErrInvalidLimit and names every
+// unusable field.
 func (l Limit) Validate() error {
 	_, err := l.params()
 	return err
@@ -215,17 +219,9 @@ func (l Limit) params() (params, error) {
 		p.alg = algoSlidingWindow
 	case SlidingLog:
 		p.alg = algoSlidingLog
-	default:
-		return p, fmt.Errorf("%w: unknown algorithm %q", ErrInvalidLimit, l.Algorithm)
 	}
-	if l.Limit < 1 {
-		return p, fmt.Errorf("%w: Limit is %d, want at least 1", ErrInvalidLimit, l.Limit)
-	}
-	if l.Period <= 0 {
-		return p, fmt.Errorf("%w: Period is %v, want more than 0", ErrInvalidLimit, l.Period)
-	}
-	if l.Burst < 0 {
-		return p, fmt.Errorf("%w: Burst is %d, want 0 or more", ErrInvalidLimit, l.Burst)
+	if p.alg == 0 || l.Limit < 1 || l.Period <= 0 || l.Burst < 0 {
+		return params{}, l.problems()
 	}
 	p.limit, p.period, p.cap = int64(l.Limit), int64(l.Period), int64(l.Capacity())
 	p.t = p.period / p.limit
@@ -233,9 +229,37 @@ func (l Limit) params() (params, error) {
 		p.t++
 	}
 	if p.period > maxHorizon/2 || p.t > maxHorizon/p.cap {
-		return p, fmt.Errorf("%w: Period %v with capacity %d reaches beyond 73 years", ErrInvalidLimit, l.Period, p.cap)
+		ps := limitProblems()
+		ps.Addf("Period %v with capacity %d reaches beyond 73 years", l.Period, p.cap)
+		return params{}, ps.Err()
 	}
 	return p, nil
+}
+
+// limitProblems returns the Problems of a Limit.
+func limitProblems() invalid.Problems {
+	return invalid.Problems{Prefix: ErrInvalidLimit.Error(), Sentinel: ErrInvalidLimit}
+}
+
+// problems returns one error per unusable field among Algorithm, Limit,
+// Period and Burst, joined; nil if they are all usable.
+func (l Limit) problems() error {
+	ps := limitProblems()
+	switch l.Algorithm {
+	case GCRA, "", TokenBucket, LeakyBucket, FixedWindow, SlidingWindow, SlidingLog:
+	default:
+		ps.Addf("Algorithm %q is unknown", l.Algorithm)
+	}
+	if l.Limit < 1 {
+		ps.Addf("Limit is %d, want at least 1", l.Limit)
+	}
+	if l.Period <= 0 {
+		ps.Addf("Period is %v, want more than 0", l.Period)
+	}
+	if l.Burst < 0 {
+		ps.Addf("Burst is %d, want 0 or more", l.Burst)
+	}
+	return ps.Err()
 }
 
 // errNegative is the error for a negative n.

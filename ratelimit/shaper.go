@@ -2,13 +2,13 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // ShaperOptions configures a Shaper.
@@ -77,29 +77,43 @@ var (
 	_ sluice.Policy   = (*Shaper)(nil)
 )
 
-// NewShaper returns a Shaper configured by opts, or an error if opts are
-// invalid.
+// NewShaper returns a Shaper configured by opts. For unusable opts it
+// returns an error matching sluice.ErrInvalidOptions and ErrInvalidLimit
+// (errors.Is) that names every unusable option.
 func NewShaper(opts ShaperOptions) (*Shaper, error) {
-	if opts.MaxQueue < 0 || opts.MaxDelay < 0 {
-		return nil, fmt.Errorf("ratelimit: creating shaper %q: %w: MaxQueue %d and MaxDelay %v must not be negative",
-			opts.Name, ErrInvalidLimit, opts.MaxQueue, opts.MaxDelay)
+	ps := invalid.Problems{Prefix: "ratelimit: invalid shaper options", Sentinel: ErrInvalidLimit}
+	if opts.MaxQueue < 0 {
+		ps.Addf("MaxQueue %d is negative", opts.MaxQueue)
+	}
+	if opts.MaxDelay < 0 {
+		ps.Addf("MaxDelay %v is negative", opts.MaxDelay)
+	}
+	l, p, err := shaperParams(opts.Limit)
+	ps.Add(err)
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	s := &Shaper{clock: clock.Or(opts.Clock), name: opts.Name, maxQueue: opts.MaxQueue, maxDelay: int64(opts.MaxDelay)}
-	if err := s.SetLimit(opts.Limit); err != nil {
-		return nil, fmt.Errorf("ratelimit: creating shaper %q: %w", opts.Name, err)
-	}
+	s.limit, s.t = l, p.t
 	if s.maxDelay == 0 {
 		s.maxDelay = int64(opts.Limit.Period)
 	}
 	return s, nil
 }
 
+// shaperParams returns l as a Shaper runs it (GCRA, no burst) and its
+// params, or the error naming its problems.
+func shaperParams(l Limit) (Limit, params, error) {
+	l.Algorithm, l.Burst = GCRA, 0
+	p, err := l.params()
+	return l, p, err
+}
+
 // SetLimit changes the rate for the turns scheduled from now on; the turn
 // already scheduled keeps its time. It returns an error, and changes nothing,
 // if l is invalid.
 func (s *Shaper) SetLimit(l Limit) error {
-	l.Algorithm, l.Burst = GCRA, 0
-	p, err := l.params()
+	l, p, err := shaperParams(l)
 	if err != nil {
 		return err
 	}

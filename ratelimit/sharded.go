@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // ShardedOptions configures a Sharded limiter. The zero value is usable.
@@ -116,13 +117,23 @@ var (
 	_ sluice.Policy   = (*Sharded)(nil)
 )
 
-// NewSharded returns a Sharded limiter with a full quota (its shards full),
-// or an error if l is invalid, uses a window algorithm, or opts has a
-// negative Shards or MaxBatch.
+// NewSharded returns a Sharded limiter with a full quota (its shards full).
+// For an unusable l (an invalid Limit, or one with a window algorithm) or
+// opts (Shards outside [0, 65536], a negative MaxBatch) it returns an error
+// matching sluice.ErrInvalidOptions and ErrInvalidLimit (errors.Is) that
+// names every problem.
 func NewSharded(l Limit, opts ShardedOptions) (*Sharded, error) {
-	if opts.Shards < 0 || opts.Shards > maxShards || opts.MaxBatch < 0 {
-		return nil, fmt.Errorf("ratelimit: new sharded limit %q: Shards is %d and MaxBatch %d, want 0 to %d and 0 or more",
-			opts.Name, opts.Shards, opts.MaxBatch, maxShards)
+	ps := invalid.Problems{Prefix: "ratelimit: invalid sharded options", Sentinel: ErrInvalidLimit}
+	if opts.Shards < 0 || opts.Shards > maxShards {
+		ps.Addf("Shards is %d, want 0 to %d", opts.Shards, maxShards)
+	}
+	if opts.MaxBatch < 0 {
+		ps.Addf("MaxBatch is %d, want 0 or more", opts.MaxBatch)
+	}
+	p, err := gcraParams(l)
+	ps.Add(err)
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	n := opts.Shards
 	if n == 0 {
@@ -140,9 +151,7 @@ func NewSharded(l Limit, opts ShardedOptions) (*Sharded, error) {
 		x.batch = defaultMaxBatch
 	}
 	x.hints.New = func() any { return &x.shards[x.next.Add(1)&x.mask] }
-	if err := x.SetLimit(l); err != nil {
-		return nil, err
-	}
+	x.set(p, l)
 	x.tat.Store(x.clock.Nanotime())
 	hold := x.p.Load().hold
 	for i := range x.shards {
@@ -157,17 +166,16 @@ func NewSharded(l Limit, opts ShardedOptions) (*Sharded, error) {
 // up). Calls deciding while SetLimit runs may use either limit. It returns
 // an error, and changes nothing, if l is invalid or uses a window algorithm.
 func (x *Sharded) SetLimit(l Limit) error {
-	p, err := l.params()
+	p, err := gcraParams(l)
 	if err != nil {
 		return fmt.Errorf("ratelimit: setting sharded limit %q: %w", x.name, err)
 	}
-	switch p.alg {
-	case algoGCRA, algoTokenBucket, algoLeakyBucket:
-	default:
-		return fmt.Errorf("ratelimit: setting sharded limit %q: %w: Sharded runs GCRA, TokenBucket or LeakyBucket, not %s",
-			x.name, ErrInvalidLimit, l.Algorithm)
-	}
-	p.alg = algoGCRA
+	x.set(p, l)
+	return nil
+}
+
+// set makes p, the params of l, the limit.
+func (x *Sharded) set(p params, l Limit) {
 	s := int64(len(x.shards))
 	hold := min(x.batch, 1+p.cap/(2*s)) - 1
 	p.cap -= s * hold
@@ -178,7 +186,6 @@ func (x *Sharded) SetLimit(l Limit) error {
 	for i := range x.shards {
 		x.shards[i].trim(hold)
 	}
-	return nil
 }
 
 // Limit returns the current limit.

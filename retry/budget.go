@@ -1,13 +1,12 @@
 package retry
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // Defaults of BudgetOptions.
@@ -70,21 +69,22 @@ type Budget struct {
 	refused     atomic.Uint64
 }
 
-// NewBudget returns a Budget configured by opts, or an error if an option is
-// out of range.
+// NewBudget returns a Budget configured by opts. For unusable opts it
+// returns an error matching sluice.ErrInvalidOptions (errors.Is) that names
+// every unusable option.
 func NewBudget(opts BudgetOptions) (*Budget, error) {
-	var errs []error
+	ps := invalid.Problems{Prefix: "retry: budget: invalid options"}
 	if math.IsNaN(opts.Ratio) || math.IsInf(opts.Ratio, 0) {
-		errs = append(errs, fmt.Errorf("option Ratio %v is not a finite number", opts.Ratio))
+		ps.Addf("Ratio %v is not a finite number", opts.Ratio)
 	}
 	if math.IsNaN(opts.MinPerSecond) || math.IsInf(opts.MinPerSecond, 0) {
-		errs = append(errs, fmt.Errorf("MinPerSecond %v is not a finite number", opts.MinPerSecond))
+		ps.Addf("MinPerSecond %v is not a finite number", opts.MinPerSecond)
 	}
 	if opts.Window < 0 || (opts.Window > 0 && opts.Window < budgetBuckets) {
-		errs = append(errs, fmt.Errorf("option Window %v is below 10ns", opts.Window))
+		ps.Addf("Window %v is below 10ns", opts.Window)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("retry: budget: %w", err)
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	ratio := orDefault(opts.Ratio, DefaultRatio)
 	perSecond := orDefault(opts.MinPerSecond, DefaultMinPerSecond)

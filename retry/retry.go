@@ -42,6 +42,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // DefaultMaxAttempts is how many attempts a call gets, the first included.
@@ -178,37 +179,38 @@ type Retry struct {
 
 var _ sluice.Policy = (*Retry)(nil)
 
-// New returns a Retry configured by opts, or an error naming every option
-// that is out of range.
+// New returns a Retry configured by opts. For unusable opts it returns an
+// error matching sluice.ErrInvalidOptions (errors.Is) that names every
+// unusable option.
 func New(opts Options) (*Retry, error) {
-	var errs []error
+	ps := invalid.Problems{Prefix: "retry: invalid options"}
 	if opts.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("MaxAttempts %d is negative", opts.MaxAttempts))
+		ps.Addf("MaxAttempts %d is negative", opts.MaxAttempts)
 	}
 	if opts.Initial < 0 {
-		errs = append(errs, fmt.Errorf("option Initial %v is negative", opts.Initial))
+		ps.Addf("Initial %v is negative", opts.Initial)
 	}
 	if opts.Max < 0 {
-		errs = append(errs, fmt.Errorf("option Max %v is negative", opts.Max))
+		ps.Addf("Max %v is negative", opts.Max)
 	}
 	initial, maxDelay := bounds(opts.Initial, opts.Max)
 	if opts.Backoff == nil && opts.Max > 0 && opts.Max < initial {
-		errs = append(errs, fmt.Errorf("option Max %v is below Initial %v", opts.Max, initial))
+		ps.Addf("Max %v is below Initial %v", opts.Max, initial)
 	}
 	if m := opts.Multiplier; m != 0 && !(m >= 1 && !math.IsInf(m, 0)) {
-		errs = append(errs, fmt.Errorf("option Multiplier %v is not a finite number of at least 1", m))
+		ps.Addf("Multiplier %v is not a finite number of at least 1", m)
 	}
 	if !opts.Jitter.valid() {
-		errs = append(errs, fmt.Errorf("Jitter %d is unknown", opts.Jitter))
+		ps.Addf("Jitter %d is unknown", opts.Jitter)
 	}
 	if opts.MaxRetryAfter < 0 {
-		errs = append(errs, fmt.Errorf("MaxRetryAfter %v is negative", opts.MaxRetryAfter))
+		ps.Addf("MaxRetryAfter %v is negative", opts.MaxRetryAfter)
 	}
 	if opts.NoBudget && opts.Budget != nil {
-		errs = append(errs, errors.New("NoBudget is set together with a Budget"))
+		ps.Addf("NoBudget is set together with a Budget")
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("retry: %w", err)
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 
 	p := &Retry{

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 	"github.com/sluicehq/sluice/timeout"
 )
 
@@ -141,10 +143,31 @@ func TestNewErrors(t *testing.T) {
 	if _, err := New(Options{Max: time.Millisecond, Backoff: Constant(0)}); err != nil {
 		t.Errorf("New with a Backoff and a small Max: %v", err)
 	}
-	// Every problem is reported at once.
-	_, err := New(Options{MaxAttempts: -1, Jitter: 9})
-	if err == nil || !strings.Contains(err.Error(), "MaxAttempts") || !strings.Contains(err.Error(), "Jitter") {
-		t.Errorf("New error = %v, want both problems", err)
+}
+
+func TestNewNamesEveryBadOption(t *testing.T) {
+	tests := []struct {
+		name  string
+		new   func() error
+		names []string
+	}{
+		{"retry", func() error {
+			_, err := New(Options{MaxAttempts: -1, Jitter: 9, Multiplier: 0.5})
+			return err
+		}, []string{"MaxAttempts -1", "Jitter 9", "Multiplier 0.5"}},
+		{"retry delays", func() error {
+			_, err := New(Options{Initial: time.Second, Max: time.Millisecond, MaxRetryAfter: -1, NoBudget: true, Budget: &Budget{}})
+			return err
+		}, []string{"Max 1ms is below Initial 1s", "MaxRetryAfter -1ns", "NoBudget"}},
+		{"budget", func() error {
+			_, err := NewBudget(BudgetOptions{Ratio: math.NaN(), MinPerSecond: math.Inf(-1), Window: 9})
+			return err
+		}, []string{"Ratio NaN", "MinPerSecond -Inf", "Window 9ns"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			invalidtest.Check(t, tt.new(), nil, tt.names...)
+		})
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // Options configures a Timeout.
@@ -74,11 +75,16 @@ type Timeout struct {
 
 var _ sluice.Policy = (*Timeout)(nil)
 
-// New returns a Timeout configured by opts, or an error if opts.Timeout is
-// not positive.
+// New returns a Timeout configured by opts. For unusable opts (a Timeout
+// that is not positive) it returns an error matching
+// sluice.ErrInvalidOptions (errors.Is) that names every unusable option.
 func New(opts Options) (*Timeout, error) {
+	ps := invalid.Problems{Prefix: "timeout: invalid options"}
 	if opts.Timeout <= 0 {
-		return nil, fmt.Errorf("timeout: Timeout %v is not positive", opts.Timeout)
+		ps.Addf("Timeout %v is not positive", opts.Timeout)
+	}
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	return &Timeout{d: opts.Timeout, async: opts.Async, clock: clock.Or(opts.Clock)}, nil
 }

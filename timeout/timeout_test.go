@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 )
 
 const d = time.Second
@@ -31,9 +32,8 @@ func mustNew(t *testing.T, opts Options) *Timeout {
 
 func TestNew(t *testing.T) {
 	for _, bad := range []time.Duration{0, -time.Second} {
-		if _, err := New(Options{Timeout: bad}); err == nil || !strings.HasPrefix(err.Error(), "timeout: Timeout") {
-			t.Errorf("New(Timeout: %v) error = %v", bad, err)
-		}
+		_, err := New(Options{Timeout: bad})
+		invalidtest.Check(t, err, nil, "Timeout "+bad.String())
 	}
 	if p := mustNew(t, Options{Timeout: d}); p.Duration() != d {
 		t.Errorf("Duration() = %v, want %v", p.Duration(), d)

@@ -1,7 +1,6 @@
 package limit
 
 import (
-	"fmt"
 	"sync"
 	"time"
 )
@@ -70,21 +69,19 @@ type AIMD struct {
 	out          published
 }
 
-// NewAIMD returns an AIMD configured by opts, or an error wrapping
-// ErrInvalidOptions if opts cannot work.
+// NewAIMD returns an AIMD configured by opts. For unusable opts it returns
+// an error matching sluice.ErrInvalidOptions and ErrInvalidOptions
+// (errors.Is) that names every unusable option.
 func NewAIMD(opts AIMDOptions) (*AIMD, error) {
-	b, err := resolveBounds("AIMD", opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkRatio("AIMD", "BackoffRatio", opts.BackoffRatio); err != nil {
-		return nil, err
-	}
-	if err := checkPositive("AIMD", "Increase", opts.Increase); err != nil {
-		return nil, err
-	}
+	ps := problems("AIMD")
+	b := resolveBounds(&ps, opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
+	checkRatio(&ps, "BackoffRatio", opts.BackoffRatio)
+	checkPositive(&ps, "Increase", opts.Increase)
 	if opts.Timeout < 0 {
-		return nil, fmt.Errorf("%w: AIMD: negative Timeout %v", ErrInvalidOptions, opts.Timeout)
+		ps.Addf("Timeout %v is negative", opts.Timeout)
+	}
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	a := &AIMD{
 		b:        b,

@@ -277,35 +277,35 @@ type Default struct {
 	out             published
 }
 
-// NewDefault returns a Default configured by opts, or an error wrapping
-// ErrInvalidOptions if opts cannot work.
+// NewDefault returns a Default configured by opts. For unusable opts it
+// returns an error matching sluice.ErrInvalidOptions and ErrInvalidOptions
+// (errors.Is) that names every unusable option.
 func NewDefault(opts DefaultOptions) (*Default, error) {
-	b, err := resolveBounds("Default", opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
-	if err != nil {
-		return nil, err
-	}
+	ps := problems("Default")
+	b := resolveBounds(&ps, opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
 	for _, c := range []struct {
 		name string
 		v    float64
 	}{
-		{"Headroom", opts.Headroom}, {"Slack", opts.Slack},
-		{"RoundSamples", float64(opts.RoundSamples)}, {"DrainEvery", float64(opts.DrainEvery)},
+		{"Headroom", opts.Headroom}, {"RoundSamples", float64(opts.RoundSamples)}, {"DrainEvery", float64(opts.DrainEvery)},
 	} {
-		if err := checkPositive("Default", c.name, c.v); err != nil {
-			return nil, err
-		}
+		checkPositive(&ps, c.name, c.v)
+	}
+	slack := orDefault(opts.Slack, DefaultSlack)
+	if !(slack >= 1) || math.IsInf(slack, 0) {
+		ps.Addf("Slack %v must be a finite number of at least 1", slack)
+	}
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	d := &Default{
 		b:          b,
 		headroom:   orDefault(opts.Headroom, DefaultHeadroom),
-		slack:      orDefault(opts.Slack, DefaultSlack),
+		slack:      slack,
 		minSamples: orDefault(opts.RoundSamples, DefaultRoundSamples),
 		drainEvery: orDefault(opts.DrainEvery, DefaultDrainEvery),
 		limit:      b.initial,
 		prevLimit:  b.initial,
-	}
-	if d.slack < 1 {
-		return nil, errorf("Default", "Slack %v below 1", d.slack)
 	}
 	d.out.set(d.limit)
 	return d, nil

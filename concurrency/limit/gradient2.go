@@ -132,42 +132,40 @@ type Gradient2 struct {
 // generations of calls.
 const gradient2Warmup = 100
 
-// NewGradient2 returns a Gradient2 configured by opts, or an error wrapping
-// ErrInvalidOptions if opts cannot work.
+// NewGradient2 returns a Gradient2 configured by opts. For unusable opts it
+// returns an error matching sluice.ErrInvalidOptions and ErrInvalidOptions
+// (errors.Is) that names every unusable option.
 func NewGradient2(opts Gradient2Options) (*Gradient2, error) {
-	b, err := resolveBounds("Gradient2", opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
-	if err != nil {
-		return nil, err
-	}
+	ps := problems("Gradient2")
+	b := resolveBounds(&ps, opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
 	for _, c := range []struct {
 		name string
 		v    float64
 	}{
-		{"Tolerance", opts.Tolerance}, {"LongWindow", float64(opts.LongWindow)},
-		{"ShortWindow", float64(opts.ShortWindow)}, {"QueueSize", opts.QueueSize},
+		{"LongWindow", float64(opts.LongWindow)}, {"ShortWindow", float64(opts.ShortWindow)}, {"QueueSize", opts.QueueSize},
 	} {
-		if err := checkPositive("Gradient2", c.name, c.v); err != nil {
-			return nil, err
-		}
+		checkPositive(&ps, c.name, c.v)
 	}
-	if err := checkRatio("Gradient2", "DropRatio", opts.DropRatio); err != nil {
+	checkRatio(&ps, "DropRatio", opts.DropRatio)
+	if !(opts.Smoothing >= 0 && opts.Smoothing <= 1) {
+		ps.Addf("Smoothing %v outside (0, 1]", opts.Smoothing)
+	}
+	tolerance := orDefault(opts.Tolerance, DefaultGradient2Tolerance)
+	if !(tolerance >= 1) || math.IsInf(tolerance, 0) {
+		ps.Addf("Tolerance %v must be a finite number of at least 1", tolerance)
+	}
+	if err := ps.Err(); err != nil {
 		return nil, err
-	}
-	if opts.Smoothing < 0 || opts.Smoothing > 1 {
-		return nil, errorf("Gradient2", "Smoothing %v outside (0, 1]", opts.Smoothing)
 	}
 	g := &Gradient2{
 		b:           b,
-		tolerance:   orDefault(opts.Tolerance, DefaultGradient2Tolerance),
+		tolerance:   tolerance,
 		smoothing:   orDefault(opts.Smoothing, DefaultGradient2Smoothing),
 		longWindow:  orDefault(opts.LongWindow, DefaultGradient2LongWindow),
 		shortWeight: windowWeight(orDefault(opts.ShortWindow, DefaultGradient2ShortWindow)),
 		queue:       orDefault(opts.QueueSize, DefaultGradient2QueueSize),
 		dropRatio:   orDefault(opts.DropRatio, DefaultGradient2DropRatio),
 		limit:       b.initial,
-	}
-	if g.tolerance < 1 {
-		return nil, errorf("Gradient2", "Tolerance %v below 1", g.tolerance)
 	}
 	g.longWeight = windowWeight(g.longWindow)
 	g.out.set(g.limit)

@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -118,37 +119,35 @@ type LatencyGradient struct {
 	out          published
 }
 
-// NewLatencyGradient returns a LatencyGradient configured by opts, or an
-// error wrapping ErrInvalidOptions if opts cannot work.
+// NewLatencyGradient returns a LatencyGradient configured by opts. For
+// unusable opts it returns an error matching sluice.ErrInvalidOptions and
+// ErrInvalidOptions (errors.Is) that names every unusable option.
 func NewLatencyGradient(opts LatencyGradientOptions) (*LatencyGradient, error) {
-	b, err := resolveBounds("LatencyGradient", opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
-	if err != nil {
-		return nil, err
-	}
+	ps := problems("LatencyGradient")
+	b := resolveBounds(&ps, opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
 	for _, c := range []struct {
 		name string
 		v    float64
 	}{
-		{"Tolerance", opts.Tolerance}, {"Increase", opts.Increase},
-		{"Smoothing", float64(opts.Smoothing)}, {"Window", float64(opts.Window)},
+		{"Increase", opts.Increase}, {"Smoothing", float64(opts.Smoothing)}, {"Window", float64(opts.Window)},
 	} {
-		if err := checkPositive("LatencyGradient", c.name, c.v); err != nil {
-			return nil, err
-		}
+		checkPositive(&ps, c.name, c.v)
 	}
-	if err := checkRatio("LatencyGradient", "Backoff", opts.Backoff); err != nil {
+	checkRatio(&ps, "Backoff", opts.Backoff)
+	tolerance := orDefault(opts.Tolerance, DefaultLatencyGradientTolerance)
+	if !(tolerance > 1) || math.IsInf(tolerance, 0) {
+		ps.Addf("Tolerance %v must be a finite number above 1", tolerance)
+	}
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	g := &LatencyGradient{
 		b:            b,
-		tolerance:    orDefault(opts.Tolerance, DefaultLatencyGradientTolerance),
+		tolerance:    tolerance,
 		backoff:      orDefault(opts.Backoff, DefaultLatencyGradientBackoff),
 		increase:     orDefault(opts.Increase, DefaultLatencyGradientIncrease),
 		smoothWeight: windowWeight(orDefault(opts.Smoothing, DefaultLatencyGradientSmoothing)),
 		limit:        b.initial,
-	}
-	if g.tolerance <= 1 {
-		return nil, errorf("LatencyGradient", "Tolerance %v must exceed 1", g.tolerance)
 	}
 	g.base = newBaseline(orDefault(opts.Window, DefaultLatencyGradientWindow), g.tolerance,
 		orDefault(opts.Smoothing, DefaultLatencyGradientSmoothing))

@@ -24,11 +24,11 @@
 package limit
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // Algorithm computes a concurrency limit from samples of calls that really
@@ -60,9 +60,10 @@ const (
 	DefaultMaxLimit = 1000
 )
 
-// ErrInvalidOptions is wrapped by every error a constructor returns for
-// options that cannot work.
-var ErrInvalidOptions = errors.New("limit: invalid options")
+// ErrInvalidOptions is matched (errors.Is) by every error a constructor
+// returns for options that cannot work. It matches sluice.ErrInvalidOptions
+// too.
+var ErrInvalidOptions = invalid.Sentinel("limit: invalid options")
 
 // Compile-time checks that every algorithm implements Algorithm.
 var (
@@ -79,13 +80,27 @@ type bounds struct {
 	initial, min, max float64
 }
 
+// problems returns the Problems of the options of algorithm alg.
+func problems(alg string) invalid.Problems {
+	return invalid.Problems{Prefix: "limit: invalid options: " + alg, Sentinel: ErrInvalidOptions}
+}
+
 // resolveBounds applies the defaults to initial, min and max (zero means the
-// default) and validates them. A default initial limit is clamped into
-// [min, max]; an explicit one must lie inside it.
-func resolveBounds(alg string, initial, min, max int) (bounds, error) {
-	if initial < 0 || min < 0 || max < 0 {
-		return bounds{}, fmt.Errorf("%w: %s: negative limit (InitialLimit %d, MinLimit %d, MaxLimit %d)",
-			ErrInvalidOptions, alg, initial, min, max)
+// default) and reports their problems to ps. A default initial limit is
+// clamped into [min, max]; an explicit one must lie inside it.
+func resolveBounds(ps *invalid.Problems, initial, min, max int) bounds {
+	negative := false
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"InitialLimit", initial}, {"MinLimit", min}, {"MaxLimit", max}} {
+		if f.v < 0 {
+			ps.Addf("%s %d is negative", f.name, f.v)
+			negative = true
+		}
+	}
+	if negative {
+		return bounds{}
 	}
 	if min == 0 {
 		min = DefaultMinLimit
@@ -94,15 +109,16 @@ func resolveBounds(alg string, initial, min, max int) (bounds, error) {
 		max = DefaultMaxLimit
 	}
 	if min > max {
-		return bounds{}, fmt.Errorf("%w: %s: MinLimit %d > MaxLimit %d", ErrInvalidOptions, alg, min, max)
+		ps.Addf("MinLimit %d > MaxLimit %d", min, max)
+		return bounds{}
 	}
 	if initial == 0 {
 		initial = int(clamp(DefaultInitialLimit, float64(min), float64(max)))
 	} else if initial < min || initial > max {
-		return bounds{}, fmt.Errorf("%w: %s: InitialLimit %d outside [MinLimit %d, MaxLimit %d]",
-			ErrInvalidOptions, alg, initial, min, max)
+		ps.Addf("InitialLimit %d outside [MinLimit %d, MaxLimit %d]", initial, min, max)
+		return bounds{}
 	}
-	return bounds{initial: float64(initial), min: float64(min), max: float64(max)}, nil
+	return bounds{initial: float64(initial), min: float64(min), max: float64(max)}
 }
 
 // clamp returns v limited to [lo, hi].
@@ -110,22 +126,24 @@ func clamp(v, lo, hi float64) float64 {
 	return math.Max(lo, math.Min(hi, v))
 }
 
-// checkRatio validates an option that must lie in the open interval (0, 1),
-// or be zero (the default).
-func checkRatio(alg, name string, v float64) error {
+// checkRatio reports to ps an option that must lie in the open interval
+// (0, 1), or be zero (the default), and reports whether it does.
+func checkRatio(ps *invalid.Problems, name string, v float64) bool {
 	if v != 0 && !(v > 0 && v < 1) {
-		return fmt.Errorf("%w: %s: %s %v outside (0, 1)", ErrInvalidOptions, alg, name, v)
+		ps.Addf("%s %v outside (0, 1)", name, v)
+		return false
 	}
-	return nil
+	return true
 }
 
-// checkPositive validates an option that must be positive, or zero (the
-// default).
-func checkPositive(alg, name string, v float64) error {
+// checkPositive reports to ps an option that must be positive, or zero (the
+// default), and reports whether it is.
+func checkPositive(ps *invalid.Problems, name string, v float64) bool {
 	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Errorf("%w: %s: %s %v is negative or not finite", ErrInvalidOptions, alg, name, v)
+		ps.Addf("%s %v is negative or not finite", name, v)
+		return false
 	}
-	return nil
+	return true
 }
 
 // orDefault returns v, or def when v is zero.
@@ -169,11 +187,6 @@ func ema(avg, x, w float64) float64 {
 // 2/(n+1), the usual span-to-weight conversion.
 func windowWeight(n int) float64 {
 	return 2 / (float64(n) + 1)
-}
-
-// errorf returns an error wrapping ErrInvalidOptions for algorithm alg.
-func errorf(alg, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalidOptions, alg, fmt.Sprintf(format, args...))
 }
 
 // nanos returns rtt in nanoseconds as a float, at least 1 so that a zero

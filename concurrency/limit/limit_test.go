@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 )
 
 // algorithms lists a constructor per algorithm for table-driven tests.
@@ -93,6 +95,44 @@ func TestNew_InvalidOptions(t *testing.T) {
 			if err := tc.new(); !errors.Is(err, ErrInvalidOptions) {
 				t.Errorf("err = %v, want one wrapping ErrInvalidOptions", err)
 			}
+		})
+	}
+}
+
+func TestNew_NamesEveryBadOption(t *testing.T) {
+	cases := []struct {
+		name  string
+		new   func() error
+		names []string
+	}{
+		{"AIMD", func() error {
+			_, err := NewAIMD(AIMDOptions{MinLimit: 10, MaxLimit: 5, BackoffRatio: 1, Timeout: -time.Second})
+			return err
+		}, []string{"AIMD: MinLimit 10 > MaxLimit 5", "AIMD: BackoffRatio 1", "AIMD: Timeout -1s"}},
+		{"Vegas", func() error {
+			_, err := NewVegas(VegasOptions{InitialLimit: -1, MaxLimit: -2, Window: -1})
+			return err
+		}, []string{"Vegas: InitialLimit -1", "Vegas: MaxLimit -2", "Vegas: Window -1"}},
+		{"Vegas cross-field", func() error {
+			_, err := NewVegas(VegasOptions{Alpha: 5, Beta: 4, Rebase: 0.5})
+			return err
+		}, []string{"Vegas: Beta 4 must exceed Alpha 5", "Vegas: Rebase 0.5"}},
+		{"Gradient2", func() error {
+			_, err := NewGradient2(Gradient2Options{Tolerance: 0.5, Smoothing: 2, DropRatio: -0.1})
+			return err
+		}, []string{"Gradient2: Tolerance 0.5", "Gradient2: Smoothing 2", "Gradient2: DropRatio -0.1"}},
+		{"LatencyGradient", func() error {
+			_, err := NewLatencyGradient(LatencyGradientOptions{Tolerance: 1, Backoff: 1.5, InitialLimit: 50, MaxLimit: 40})
+			return err
+		}, []string{"LatencyGradient: Tolerance 1", "LatencyGradient: Backoff 1.5", "LatencyGradient: InitialLimit 50"}},
+		{"Default", func() error {
+			_, err := NewDefault(DefaultOptions{Slack: 0.5, Headroom: -1, DrainEvery: -1})
+			return err
+		}, []string{"Default: Slack 0.5", "Default: Headroom -1", "Default: DrainEvery -1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			invalidtest.Check(t, tc.new(), ErrInvalidOptions, tc.names...)
 		})
 	}
 }

@@ -106,13 +106,13 @@ type Vegas struct {
 	out    published
 }
 
-// NewVegas returns a Vegas configured by opts, or an error wrapping
-// ErrInvalidOptions if opts cannot work.
+// NewVegas returns a Vegas configured by opts. For unusable opts it returns
+// an error matching sluice.ErrInvalidOptions and ErrInvalidOptions
+// (errors.Is) that names every unusable option.
 func NewVegas(opts VegasOptions) (*Vegas, error) {
-	b, err := resolveBounds("Vegas", opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
-	if err != nil {
-		return nil, err
-	}
+	ps := problems("Vegas")
+	b := resolveBounds(&ps, opts.InitialLimit, opts.MinLimit, opts.MaxLimit)
+	valid := true
 	for _, c := range []struct {
 		name string
 		v    float64
@@ -120,24 +120,27 @@ func NewVegas(opts VegasOptions) (*Vegas, error) {
 		{"Alpha", opts.Alpha}, {"Beta", opts.Beta}, {"Smoothing", float64(opts.Smoothing)},
 		{"Window", float64(opts.Window)}, {"Rebase", opts.Rebase},
 	} {
-		if err := checkPositive("Vegas", c.name, c.v); err != nil {
-			return nil, err
-		}
+		valid = checkPositive(&ps, c.name, c.v) && valid
+	}
+	alpha, beta := orDefault(opts.Alpha, DefaultVegasAlpha), orDefault(opts.Beta, DefaultVegasBeta)
+	rebase := orDefault(opts.Rebase, DefaultVegasRebase)
+	if valid && beta <= alpha {
+		ps.Addf("Beta %v must exceed Alpha %v", beta, alpha)
+	}
+	if valid && rebase <= 1 {
+		ps.Addf("Rebase %v must exceed 1", rebase)
+	}
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	v := &Vegas{
 		b:            b,
-		alpha:        orDefault(opts.Alpha, DefaultVegasAlpha),
-		beta:         orDefault(opts.Beta, DefaultVegasBeta),
+		alpha:        alpha,
+		beta:         beta,
 		smoothWeight: windowWeight(orDefault(opts.Smoothing, DefaultVegasSmoothing)),
 		limit:        b.initial,
-		base: newBaseline(orDefault(opts.Window, DefaultVegasWindow), orDefault(opts.Rebase, DefaultVegasRebase),
+		base: newBaseline(orDefault(opts.Window, DefaultVegasWindow), rebase,
 			orDefault(opts.Smoothing, DefaultVegasSmoothing)),
-	}
-	if v.beta <= v.alpha {
-		return nil, errorf("Vegas", "Beta %v must exceed Alpha %v", v.beta, v.alpha)
-	}
-	if v.base.rebase <= 1 {
-		return nil, errorf("Vegas", "Rebase %v must exceed 1", v.base.rebase)
 	}
 	v.out.set(v.limit)
 	return v, nil

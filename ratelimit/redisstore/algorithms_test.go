@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid/invalidtest"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/ratelimit"
 )
@@ -323,5 +324,33 @@ func TestSlidingWindowWeighsThePreviousWindow(t *testing.T) {
 		if lo, hi := retry(after, n)-time.Microsecond, retry(before, n)+time.Microsecond; d.Allowed || d.RetryAfter < lo || d.RetryAfter > hi {
 			t.Errorf("n=%d: %+v, want rejected with RetryAfter in [%v, %v]", n, d, lo, hi)
 		}
+	}
+}
+
+// TestConstructorsNameEveryBadOption needs no Redis: options are checked
+// before any connection is made.
+func TestConstructorsNameEveryBadOption(t *testing.T) {
+	tests := []struct {
+		name  string
+		new   func() error
+		names []string
+	}{
+		{"New", func() error {
+			_, err := New(nil, Options{Timeout: -1, OnError: 9})
+			return err
+		}, []string{"client is nil", "Timeout is -1ns", "OnError ErrorPolicy(9)"}},
+		{"Dial", func() error {
+			_, err := Dial(nil, Options{FailureThreshold: -1, OnError: Local})
+			return err
+		}, []string{"no Redis address", "FailureThreshold is -1", "Fallback is nil"}},
+		{"DialClient", func() error {
+			_, err := DialClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:1"}}, Options{OpenDuration: -1, Timeout: -1})
+			return err
+		}, []string{"OpenDuration is -1ns", "Timeout is -1ns"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			invalidtest.Check(t, tt.new(), ErrInvalidOptions, tt.names...)
+		})
 	}
 }

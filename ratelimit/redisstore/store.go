@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/invalid"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -51,9 +51,10 @@ const (
 	DefaultOpenDuration     = time.Second
 )
 
-// ErrInvalidOptions is wrapped by the errors New, Dial and DialClient return for unusable
-// Options.
-var ErrInvalidOptions = errors.New("redisstore: invalid options")
+// ErrInvalidOptions is matched (errors.Is) by the errors New, Dial and
+// DialClient return for unusable options. It matches
+// sluice.ErrInvalidOptions too.
+var ErrInvalidOptions = invalid.Sentinel("redisstore: invalid options")
 
 // Options configures a Store. The zero value is usable (fail open, 50ms per
 // call, keys under "sluice").
@@ -134,36 +135,51 @@ var _ ratelimit.Store = (*Store)(nil)
 
 // New returns a Store that uses client, which may be a standalone, Sentinel
 // or Cluster client (rueidis.NewClient picks from its ClientOption). The
-// Store does not close client. It returns an error wrapping
-// ErrInvalidOptions when client is nil or opts is unusable.
+// Store does not close client. For a nil client or unusable opts it returns
+// an error matching sluice.ErrInvalidOptions and ErrInvalidOptions
+// (errors.Is) that names every problem.
 func New(client rueidis.Client, opts Options) (*Store, error) {
+	ps := problems()
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+		ps.Addf("client is nil")
+	}
+	opts.check(&ps)
+	if err := ps.Err(); err != nil {
+		return nil, err
 	}
 	return build(client, opts)
 }
 
-// build is New for a client that may be nil (made later by a
-// connector).
-func build(client rueidis.Client, opts Options) (*Store, error) {
-	if opts.Timeout < 0 {
-		return nil, fmt.Errorf("%w: Timeout is %v, want 0 or more", ErrInvalidOptions, opts.Timeout)
+// problems returns the Problems of a constructor's arguments.
+func problems() invalid.Problems {
+	return invalid.Problems{Prefix: ErrInvalidOptions.Error(), Sentinel: ErrInvalidOptions}
+}
+
+// check reports every unusable field of o to ps.
+func (o Options) check(ps *invalid.Problems) {
+	if o.Timeout < 0 {
+		ps.Addf("Timeout is %v, want 0 or more", o.Timeout)
 	}
-	if opts.FailureThreshold < 0 {
-		return nil, fmt.Errorf("%w: FailureThreshold is %d, want 0 or more", ErrInvalidOptions, opts.FailureThreshold)
+	if o.FailureThreshold < 0 {
+		ps.Addf("FailureThreshold is %d, want 0 or more", o.FailureThreshold)
 	}
-	if opts.OpenDuration < 0 {
-		return nil, fmt.Errorf("%w: OpenDuration is %v, want 0 or more", ErrInvalidOptions, opts.OpenDuration)
+	if o.OpenDuration < 0 {
+		ps.Addf("OpenDuration is %v, want 0 or more", o.OpenDuration)
 	}
-	switch opts.OnError {
+	switch o.OnError {
 	case FailOpen, FailClosed:
 	case Local:
-		if opts.Fallback == nil {
-			return nil, fmt.Errorf("%w: OnError is Local but Fallback is nil", ErrInvalidOptions)
+		if o.Fallback == nil {
+			ps.Addf("OnError is Local but Fallback is nil")
 		}
 	default:
-		return nil, fmt.Errorf("%w: unknown OnError %v", ErrInvalidOptions, opts.OnError)
+		ps.Addf("OnError %v is unknown", o.OnError)
 	}
+}
+
+// build is New, without validation, for a client that may be nil (made
+// later by a connector).
+func build(client rueidis.Client, opts Options) (*Store, error) {
 	var seed [8]byte
 	if _, err := rand.Read(seed[:]); err != nil {
 		return nil, fmt.Errorf("redisstore: reading a random nonce: %w", err)
@@ -210,19 +226,36 @@ func build(client rueidis.Client, opts Options) (*Store, error) {
 // as Options.OnError says, each call failing at once, until it connects.
 // Calls that find it unconnected start a connection attempt in the
 // background, one at a time: with the circuit open, one per
-// Options.OpenDuration. Dial fails for unusable options, and when Redis
-// answers but refuses the connection (a wrong password, for example).
+// Options.OpenDuration. Dial fails when Redis answers but refuses the
+// connection (a wrong password, for example), and, with an error as New's,
+// for unusable options or no address.
 func Dial(addrs []string, opts Options) (*Store, error) {
+	ps := problems()
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%w: no Redis address", ErrInvalidOptions)
+		ps.Addf("no Redis address")
 	}
-	return DialClient(rueidis.ClientOption{InitAddress: addrs}, opts)
+	opts.check(&ps)
+	if err := ps.Err(); err != nil {
+		return nil, err
+	}
+	return dial(rueidis.ClientOption{InitAddress: addrs}, opts)
 }
 
 // DialClient makes a rueidis client from co (client-side caching is turned
 // off: the store does not use it) and returns a Store that owns it, as Dial
-// does, connecting later when Redis cannot be reached yet.
+// does, connecting later when Redis cannot be reached yet. For unusable
+// opts it returns an error as New's.
 func DialClient(co rueidis.ClientOption, opts Options) (*Store, error) {
+	ps := problems()
+	opts.check(&ps)
+	if err := ps.Err(); err != nil {
+		return nil, err
+	}
+	return dial(co, opts)
+}
+
+// dial is DialClient for checked options.
+func dial(co rueidis.ClientOption, opts Options) (*Store, error) {
 	co.DisableCache = true
 	client, err := rueidis.NewClient(co)
 	var conn *connector
