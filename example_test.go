@@ -58,6 +58,7 @@ func Example() {
 
 	for wave := 0; wave < 8; wave++ {
 		start := now()
+		before := calls.Load()
 		var wg sync.WaitGroup
 		results := make(chan string, 10)
 		for range 10 {
@@ -80,7 +81,10 @@ func Example() {
 		for range 10 { // every caller is now running or rejected
 			<-started
 		}
-		if clk.Timers() > 0 {
+		if running := int(calls.Load() - before); running > 0 {
+			// A caller signals before it sleeps: wait for every sleep to
+			// be on the clock, or the advance could miss one.
+			_ = clk.BlockUntil(context.Background(), running)
 			clk.Advance(200 * time.Millisecond)
 		} else {
 			clk.Advance(500 * time.Millisecond) // nothing ran: the callers come back later
