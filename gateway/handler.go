@@ -232,19 +232,11 @@ func idempotent(method []byte) bool {
 	return false
 }
 
-// forwardedList returns the client's X-Forwarded-For list: its one
-// header's value, or the values of several headers joined in order (one
-// list, RFC 9110 section 5.3), so that the right-most address is always
-// the one the nearest proxy added.
+// forwardedList returns the client's X-Forwarded-For list (see oneList),
+// so that its right-most address is always the one the nearest proxy
+// added.
 func forwardedList(h *fasthttp.RequestHeader) []byte {
-	vs := h.PeekAll("X-Forwarded-For")
-	switch len(vs) {
-	case 0:
-		return nil
-	case 1:
-		return vs[0]
-	}
-	return bytes.Join(vs, []byte(", "))
+	return oneList(h.PeekAll("X-Forwarded-For"))
 }
 
 // forwardedFor appends to dst the X-Forwarded-For to send upstream: the

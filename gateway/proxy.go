@@ -237,7 +237,7 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]
-	conn := connectionList(h.PeekAll("Connection"))
+	conn := oneList(h.PeekAll("Connection"))
 	for k := range h.All() {
 		if forwardedHeader(k) {
 			names = append(append(names, k...), 0)
@@ -255,7 +255,7 @@ func removeHopRequest(h *fasthttp.RequestHeader) {
 func removeHopResponse(h *fasthttp.ResponseHeader) {
 	var buf [128]byte
 	names := buf[:0]
-	conn := connectionList(h.PeekAll("Connection"))
+	conn := oneList(h.PeekAll("Connection"))
 	for k := range h.All() {
 		names = appendHop(names, k, conn)
 	}
@@ -266,17 +266,17 @@ func removeHopResponse(h *fasthttp.ResponseHeader) {
 	}
 }
 
-// connectionList returns the values of a message's Connection headers as
-// one list: several headers are one comma-separated list (RFC 9110 section
-// 5.3), and every name they hold is hop-by-hop.
-func connectionList(values [][]byte) []byte {
+// oneList returns the values of the headers of one name as one list:
+// several headers of a name are one comma-separated list (RFC 9110
+// section 5.3). One header's value is returned as it is, without copying.
+func oneList(values [][]byte) []byte {
 	switch len(values) {
 	case 0:
 		return nil
 	case 1:
 		return values[0]
 	}
-	return bytes.Join(values, []byte(","))
+	return bytes.Join(values, []byte(", "))
 }
 
 // appendHop appends header name k and a 0 byte to names if k is hop-by-hop.
