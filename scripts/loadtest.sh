@@ -16,6 +16,11 @@
 # cancels much of the drift of a shared machine between rounds).
 #
 #   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 RATE=10000 by default
+#   BASELINE=HEAD~5 scripts/loadtest.sh   # also the gateway built from that revision, interleaved
+#
+# With BASELINE, sluice as built from that git revision runs beside the
+# working tree's, on the same configuration, in every round: a change's
+# cost is its paired ratio to the baseline, whatever the machine does.
 #
 # Needs wrk and nginx (installed from Debian's packages when missing).
 set -euo pipefail
@@ -37,12 +42,13 @@ cleanup() {
 		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
 	done
 	rm -rf "$work"
+	git worktree prune 2>/dev/null || true
 }
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port); FH=$(free_port); GN=$(free_port)
-SLG=$(free_port); ADMG=$(free_port)
+SLG=$(free_port); ADMG=$(free_port); SLB=$(free_port); ADMB=$(free_port)
 
 # The upstream and the nginx proxy are separate nginx instances, so that the
 # proxy under test never shares its worker processes with the upstream.
@@ -89,20 +95,30 @@ YAML
 sed -e "s/^listen: .*/listen: 127.0.0.1:$SLG/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMG}/" \
 	-e "s/^log: .*/&\nserver: {engine: goroutine}/" "$work/sluice.yaml" >"$work/sluice-goroutine.yaml"
 go build -o "$work/sluice" ./cmd/sluice
+if [ -n "${BASELINE:-}" ]; then
+	git worktree add -q --detach "$work/baseline" "$BASELINE"
+	(cd "$work/baseline" && go build -o "$work/sluice-baseline" ./cmd/sluice)
+	git worktree remove --force "$work/baseline"
+	sed -e "s/^listen: .*/listen: 127.0.0.1:$SLB/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMB}/" \
+		"$work/sluice.yaml" >"$work/sluice-baseline.yaml"
+fi
 (cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate)
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
 "$work/sluice" serve --config "$work/sluice-goroutine.yaml" --watch=false 2>"$work/sluice-goroutine.log" & pids+=($!)
+if [ -n "${BASELINE:-}" ]; then
+	"$work/sluice-baseline" serve --config "$work/sluice-baseline.yaml" --watch=false 2>"$work/sluice-baseline.log" & pids+=($!)
+fi
 "$work/reverseproxy" "127.0.0.1:$RP" "http://127.0.0.1:$UP" 2>"$work/rp.log" & pids+=($!)
 "$work/fasthttpproxy" "127.0.0.1:$FH" "127.0.0.1:$UP" 2>"$work/fh.log" & pids+=($!)
 "$work/gnetproxy" "127.0.0.1:$GN" "127.0.0.1:$UP" 2>"$work/gn.log" & pids+=($!)
-for port in $NGX $RP $SL $SLG $FH $GN; do
+for port in $NGX $RP $SL $SLG $FH $GN ${BASELINE:+$SLB}; do
 	for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 done
 
 port_of() {
-	case $1 in nginx) echo "$NGX" ;; sluice) echo "$SL" ;; sluice-goroutine) echo "$SLG" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; esac
+	case $1 in nginx) echo "$NGX" ;; sluice) echo "$SL" ;; sluice-goroutine) echo "$SLG" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; sluice-baseline) echo "$SLB" ;; esac
 }
-names="nginx sluice sluice-goroutine fasthttp gnet reverseproxy"
+names="nginx sluice ${BASELINE:+sluice-baseline} sluice-goroutine fasthttp gnet reverseproxy"
 results="$work/results"
 # Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
@@ -134,7 +150,7 @@ runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     phase, name, rps, p99 = line.split()
     runs[phase, name].append((float(rps), ms(p99)))
-label = {"nginx": "nginx", "sluice": "sluice", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
+label = {"nginx": "nginx", "sluice": "sluice", "sluice-baseline": "sluice at BASELINE", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
          "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
 def ratio(xs, base):
     # The median over rounds of each round's ratio to nginx's in the same
