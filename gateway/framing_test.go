@@ -19,13 +19,7 @@ func TestUnaskedUpgrade(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
 			untilClosed(c)
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.addr))
+		gw := gatewayTo(t, engine, up.addr)
 		c, br := dialClient(t, gw.Addr)
 		if resp, body, err := roundTripRaw(t, c, br, "GET", "/upgrade"); err != nil || resp.StatusCode != 502 {
 			t.Fatalf("%v %q %v, want 502", resp, body, err)
@@ -68,13 +62,7 @@ func TestCloseDelimitedResponse(t *testing.T) {
 						return false // the end of the body
 					})
 				})
-				gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.addr))
+				gw := gatewayTo(t, engine, up.addr)
 				c, br := dialClient(t, gw.Addr)
 				resp, got, err := roundTripRaw(t, c, br, "GET", "/doc")
 				if err != nil || resp.StatusCode != 200 || got != want {

@@ -216,6 +216,19 @@ func startUpstream(t testing.TB, name string, h http.HandlerFunc) *upstream {
 	return u
 }
 
+// gatewayTo starts a gateway on engine whose one route, without
+// policies, sends everything to the plain-HTTP target at addr (host:port).
+func gatewayTo(t testing.TB, engine, addr string) *testGateway {
+	t.Helper()
+	return startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, addr))
+}
+
 // proxyTo starts a gateway with one route, without policies, to up.
 func proxyTo(t testing.TB, up *upstream) *testGateway {
 	return startGateway(t, parseConfig(t, `

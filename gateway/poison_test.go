@@ -53,13 +53,7 @@ func TestPoolNotPoisoned(t *testing.T) {
 						return true
 					})
 				})
-				gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.addr))
+				gw := gatewayTo(t, engine, up.addr)
 				c, br := dialClient(t, gw.Addr)
 				resp, _, err := roundTripRaw(t, c, br, tt.method, "/first")
 				if err != nil || resp.StatusCode != tt.code {

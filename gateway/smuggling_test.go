@@ -90,17 +90,6 @@ func exchangeRaw(t *testing.T, addr, raw string, n int) []result {
 	return out
 }
 
-// wireGateway starts a gateway on engine whose one route goes to u.
-func wireGateway(t *testing.T, engine string, u *wireUpstream) *testGateway {
-	return startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, u.addr))
-}
-
 // TestConnectionNamesFramingHeader is the smuggling of the hardening issue:
 // a message whose Connection header names its own Content-Length kept its
 // body but lost its length, so the upstream read the body as a second
@@ -108,7 +97,7 @@ routes:
 func TestConnectionNamesFramingHeader(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startWireUpstream(t, nil)
-		gw := wireGateway(t, engine, u)
+		gw := gatewayTo(t, engine, u.addr)
 		hidden := "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
 		for _, conn := range []string{"Content-Length", "content-length, Host", "Host"} {
 			raw := "POST /a HTTP/1.1\r\nHost: example.com\r\nConnection: " + conn +
@@ -136,7 +125,7 @@ func TestResponseConnectionNamesContentLength(t *testing.T) {
 			return "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: " +
 				fmt.Sprint(len(body)) + "\r\n\r\n" + body
 		})
-		gw := wireGateway(t, engine, u)
+		gw := gatewayTo(t, engine, u.addr)
 		got := exchangeRaw(t, gw.Addr, "GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n\r\n", 2)
 		if got[0].Body != "answer-/one" || got[1].Body != "answer-/two" {
 			t.Fatalf("client got %q then %q", got[0].Body, got[1].Body)
@@ -150,7 +139,7 @@ func TestResponseConnectionNamesContentLength(t *testing.T) {
 func TestDuplicateForwardedHeaders(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startWireUpstream(t, nil)
-		gw := wireGateway(t, engine, u)
+		gw := gatewayTo(t, engine, u.addr)
 		exchangeRaw(t, gw.Addr, "GET / HTTP/1.1\r\nHost: real.example\r\n"+
 			"X-Forwarded-For: 10.1.1.1\r\nx-forwarded-for: 10.2.2.2\r\n"+
 			"X-Forwarded-Proto: https\r\nX-Forwarded-Proto: https\r\n"+
@@ -196,7 +185,7 @@ func TestRefusedRequests(t *testing.T) {
 	}
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startWireUpstream(t, nil)
-		gw := wireGateway(t, engine, u)
+		gw := gatewayTo(t, engine, u.addr)
 		for _, c := range cases {
 			got := exchangeRaw(t, gw.Addr, c.raw, 1)[0]
 			if got.Code != c.code {
@@ -239,7 +228,7 @@ routes:
 func TestSeveralConnectionHeaders(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startWireUpstream(t, nil)
-		gw := wireGateway(t, engine, u)
+		gw := gatewayTo(t, engine, u.addr)
 		exchangeRaw(t, gw.Addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: X-A\r\nConnection: X-B\r\nX-A: 1\r\nX-B: 2\r\nX-C: 3\r\n\r\n", 1)
 		seen := u.requests()
 		if len(seen) != 1 {
@@ -263,7 +252,7 @@ func TestUpstreamVersion(t *testing.T) {
 				return err == nil
 			})
 		})
-		gw := wireGateway(t, engine, &wireUpstream{addr: up.addr})
+		gw := gatewayTo(t, engine, up.addr)
 		if r := exchangeRaw(t, gw.Addr, "GET /a HTTP/1.0\r\nHost: x\r\n\r\n", 1)[0]; r.Code != 200 {
 			t.Fatalf("%d %s", r.Code, r.Body)
 		}
@@ -278,7 +267,7 @@ func TestUpstreamVersion(t *testing.T) {
 func TestHTTP09Answered(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startWireUpstream(t, nil)
-		gw := wireGateway(t, engine, u)
+		gw := gatewayTo(t, engine, u.addr)
 		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
 		if err != nil {
 			t.Fatal(err)
