@@ -41,6 +41,8 @@ type Config struct {
 	Server Server `yaml:"server"`
 	// Log configures the request log.
 	Log Log `yaml:"log"`
+	// Tracing exports OpenTelemetry traces. Default: off (nil).
+	Tracing *Tracing `yaml:"tracing"`
 	// Upstreams are the pools of targets routes send to, by name. Only these
 	// targets are ever reachable through the gateway.
 	Upstreams map[string]*Upstream `yaml:"upstreams"`

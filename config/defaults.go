@@ -78,6 +78,7 @@ func (d defaults) config(c *Config) {
 	d.str("log.format", &c.Log.Format, "json")
 	d.str("log.level", &c.Log.Level, "info")
 	d.float("log.sample", &c.Log.Sample, 1)
+	d.tracing(c.Tracing)
 	for name, u := range c.Upstreams {
 		if u == nil {
 			continue

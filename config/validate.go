@@ -161,6 +161,7 @@ func (v *validator) config(c *Config) {
 	if c.Log.Sample <= 0 || c.Log.Sample > 1 {
 		v.at("log.sample", "want a fraction in (0, 1], got %v", c.Log.Sample)
 	}
+	v.tracing(c.Tracing)
 	if c.Server.MaxHeaderBytes < 1024 || c.Server.MaxHeaderBytes > 1<<20 {
 		v.at("server.max_header_bytes", "want between 1024 and 1048576 bytes, got %d", c.Server.MaxHeaderBytes)
 	}
