@@ -17,10 +17,18 @@
 #
 #   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 RATE=10000 by default
 #   BASELINE=HEAD~5 scripts/loadtest.sh   # also the gateway built from that revision, interleaved
+#   TRACING=1 scripts/loadtest.sh          # also the gateway tracing at sample 0.01 and at 1.0
+#   PROXIES="sluice sluice-trace-0.01 sluice-trace-1" TRACING=1 scripts/loadtest.sh   # only these
 #
 # With BASELINE, sluice as built from that git revision runs beside the
 # working tree's, on the same configuration, in every round: a change's
 # cost is its paired ratio to the baseline, whatever the machine does.
+#
+# With TRACING=1, two more copies of the gateway run with tracing on, at
+# sample 0.01 and at sample 1.0, exporting to bench/cmd/otlpsink (an
+# OTLP/HTTP collector that drops what it receives); their ratios to the
+# gateway with tracing off are printed too. PROXIES picks the proxies
+# measured (nginx is always measured, as the reference of the ratios).
 #
 # Needs wrk and nginx (installed from Debian's packages when missing).
 set -euo pipefail
@@ -49,6 +57,7 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port); FH=$(free_port); GN=$(free_port)
 SLG=$(free_port); ADMG=$(free_port); SLB=$(free_port); ADMB=$(free_port)
+SLT1=$(free_port); ADMT1=$(free_port); SLT100=$(free_port); ADMT100=$(free_port); OTLP=$(free_port)
 
 # The upstream and the nginx proxy are separate nginx instances, so that the
 # proxy under test never shares its worker processes with the upstream.
@@ -95,6 +104,13 @@ YAML
 sed -e "s/^listen: .*/listen: 127.0.0.1:$SLG/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMG}/" \
 	-e "s/^log: .*/&\nserver: {engine: goroutine}/" "$work/sluice.yaml" >"$work/sluice-goroutine.yaml"
 go build -o "$work/sluice" ./cmd/sluice
+if [ -n "${TRACING:-}" ]; then
+	for t in "1 0.01 $SLT1 $ADMT1" "100 1.0 $SLT100 $ADMT100"; do
+		set -- $t
+		sed -e "s/^listen: .*/listen: 127.0.0.1:$3/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$4}/" \
+			-e "s|^log: .*|&\ntracing: {endpoint: \"http://127.0.0.1:$OTLP\", sample: $2}|" "$work/sluice.yaml" >"$work/sluice-trace$1.yaml"
+	done
+fi
 if [ -n "${BASELINE:-}" ]; then
 	git worktree add -q --detach "$work/baseline" "$BASELINE"
 	(cd "$work/baseline" && go build -o "$work/sluice-baseline" ./cmd/sluice)
@@ -102,23 +118,28 @@ if [ -n "${BASELINE:-}" ]; then
 	sed -e "s/^listen: .*/listen: 127.0.0.1:$SLB/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMB}/" \
 		"$work/sluice.yaml" >"$work/sluice-baseline.yaml"
 fi
-(cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate)
+(cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate && go build -o "$work/otlpsink" ./cmd/otlpsink)
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
 "$work/sluice" serve --config "$work/sluice-goroutine.yaml" --watch=false 2>"$work/sluice-goroutine.log" & pids+=($!)
 if [ -n "${BASELINE:-}" ]; then
 	"$work/sluice-baseline" serve --config "$work/sluice-baseline.yaml" --watch=false 2>"$work/sluice-baseline.log" & pids+=($!)
 fi
+if [ -n "${TRACING:-}" ]; then
+	"$work/otlpsink" "127.0.0.1:$OTLP" >"$work/otlpsink.log" 2>&1 & pids+=($!)
+	"$work/sluice" serve --config "$work/sluice-trace1.yaml" --watch=false 2>"$work/sluice-trace1.log" & pids+=($!)
+	"$work/sluice" serve --config "$work/sluice-trace100.yaml" --watch=false 2>"$work/sluice-trace100.log" & pids+=($!)
+fi
 "$work/reverseproxy" "127.0.0.1:$RP" "http://127.0.0.1:$UP" 2>"$work/rp.log" & pids+=($!)
 "$work/fasthttpproxy" "127.0.0.1:$FH" "127.0.0.1:$UP" 2>"$work/fh.log" & pids+=($!)
 "$work/gnetproxy" "127.0.0.1:$GN" "127.0.0.1:$UP" 2>"$work/gn.log" & pids+=($!)
-for port in $NGX $RP $SL $SLG $FH $GN ${BASELINE:+$SLB}; do
+for port in $NGX $RP $SL $SLG $FH $GN ${BASELINE:+$SLB} ${TRACING:+$SLT1 $SLT100}; do
 	for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 done
 
 port_of() {
-	case $1 in nginx) echo "$NGX" ;; sluice) echo "$SL" ;; sluice-goroutine) echo "$SLG" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; sluice-baseline) echo "$SLB" ;; esac
+	case $1 in nginx) echo "$NGX" ;; sluice) echo "$SL" ;; sluice-goroutine) echo "$SLG" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; sluice-baseline) echo "$SLB" ;; sluice-trace-0.01) echo "$SLT1" ;; sluice-trace-1) echo "$SLT100" ;; esac
 }
-names="nginx sluice ${BASELINE:+sluice-baseline} sluice-goroutine fasthttp gnet reverseproxy"
+names="nginx ${PROXIES:-sluice ${BASELINE:+sluice-baseline} ${TRACING:+sluice-trace-0.01 sluice-trace-1} sluice-goroutine fasthttp gnet reverseproxy}"
 results="$work/results"
 # Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
@@ -150,7 +171,8 @@ runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     phase, name, rps, p99 = line.split()
     runs[phase, name].append((float(rps), ms(p99)))
-label = {"nginx": "nginx", "sluice": "sluice", "sluice-baseline": "sluice at BASELINE", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
+label = {"nginx": "nginx", "sluice": "sluice", "sluice-baseline": "sluice at BASELINE",
+         "sluice-trace-0.01": "sluice, tracing 0.01", "sluice-trace-1": "sluice, tracing 1.0", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
          "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
 def ratio(xs, base):
     # The median over rounds of each round's ratio to nginx's in the same
@@ -169,4 +191,10 @@ for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed r
         rps, p99 = statistics.median(r for r, _ in rs), statistics.median(p for _, p in rs)
         print(f"{text:26} {rps:10.0f} {p99:8.2f} {ratio([r for r, _ in rs], [r for r, _ in base]):>20} "
               f"{ratio([p for _, p in rs], [p for _, p in base]):>20}")
+    off = runs[phase, "sluice"]
+    for name in ("sluice-trace-0.01", "sluice-trace-1"):
+        rs = runs[phase, name]
+        if rs and off:
+            print(f"{label[name] + ' vs tracing off':38} req/s {ratio([r for r, _ in rs], [r for r, _ in off])}, "
+                  f"p99 {ratio([p for _, p in rs], [p for _, p in off])}")
 PY
