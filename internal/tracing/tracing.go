@@ -12,6 +12,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -27,24 +30,46 @@ import (
 // scope is the instrumentation scope of the gateway's spans.
 const scope = "github.com/sluicehq/sluice/gateway"
 
+// exportTimeout bounds one export to the collector.
+const exportTimeout = 10 * time.Second
+
 // Provider records spans and exports them in batches to one collector.
 // Its methods are safe for concurrent use.
 type Provider struct {
 	tp     *sdktrace.TracerProvider
 	tracer trace.Tracer
 	cfg    config.Tracing
+	// transport is the exporter's own, whose idle connections Shutdown
+	// closes.
+	transport *http.Transport
 }
 
 // New starts a provider for c, exporting to c.TracesURL(). Spans of new
 // traces are sampled with probability c.Sample; a request with a W3C
 // traceparent follows its parent's sampled flag. version is the
-// service.version resource attribute. Export failures are logged to log
-// (nil: slog.Default()). New does not contact the collector.
+// service.version resource attribute. Ended spans wait in a queue of
+// 2048 (more are dropped, never waited for) and leave in batches of up to
+// 512, every 5 seconds or as soon as a batch is full; a batch the
+// collector does not take within 10 seconds is dropped and logged to log
+// (nil: slog.Default()) at warn level. New does not contact the collector.
 func New(c config.Tracing, version string, log *slog.Logger) (*Provider, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(c.TracesURL()))
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: exportTimeout}).DialContext,
+		TLSHandshakeTimeout: exportTimeout,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     time.Minute,
+	}
+	exp, err := otlptracehttp.New(context.Background(),
+		otlptracehttp.WithEndpointURL(c.TracesURL()),
+		otlptracehttp.WithTimeout(exportTimeout),
+		// A batch that fails is logged and dropped: retrying it would
+		// hold up the batches behind it, and shutdown.
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),
+		otlptracehttp.WithHTTPClient(&http.Client{Transport: tr, Timeout: exportTimeout}))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: creating the OTLP exporter for %s: %w", c.TracesURL(), err)
 	}
@@ -54,7 +79,7 @@ func New(c config.Tracing, version string, log *slog.Logger) (*Provider, error) 
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.Sample))),
 	)
-	return &Provider{tp: tp, tracer: tp.Tracer(scope, trace.WithInstrumentationVersion(version)), cfg: c}, nil
+	return &Provider{tp: tp, tracer: tp.Tracer(scope, trace.WithInstrumentationVersion(version)), cfg: c, transport: tr}, nil
 }
 
 // Config returns the configuration p was built from.
@@ -75,7 +100,9 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	if err := p.tp.Shutdown(ctx); err != nil {
+	err := p.tp.Shutdown(ctx)
+	p.transport.CloseIdleConnections()
+	if err != nil {
 		return fmt.Errorf("tracing: flushing spans: %w", err)
 	}
 	return nil

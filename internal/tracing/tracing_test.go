@@ -1,8 +1,11 @@
 package tracing_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +222,30 @@ func TestOffCostsNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per request with tracing off, want 0", allocs)
+	}
+}
+
+// TestExportFailureLogged checks that a collector that cannot be reached
+// costs a warning in the gateway's log, once per batch, and no retries.
+func TestExportFailureLogged(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var buf bytes.Buffer
+	p, err := tracing.New(config.Tracing{Endpoint: endpoint, Sample: 1, ServiceName: "sluice"}, "devel", slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start(tracing.Incoming{Method: "GET"}).End("r", 200, "ok", time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); strings.Count(got, "exporting spans") != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, endpoint+"/v1/traces") {
+		t.Errorf("log %q, want one warning naming the collector %s/v1/traces", got, endpoint)
 	}
 }
