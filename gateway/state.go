@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -16,6 +17,7 @@ type state struct {
 	pools   map[string]*pool
 	trusted trustedProxies
 	store   *store
+	tracer  *tracing.Provider // nil when tracing is off
 	version uint64
 }
 
@@ -35,9 +37,15 @@ func (s *state) route(req request) *route {
 func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	st := &state{cfg: cfg, pools: map[string]*pool{}, trusted: parseTrusted(cfg.TrustedProxies)}
 	var err error
+	if st.tracer, err = buildTracer(cfg.Tracing, old, g); err != nil {
+		return nil, err
+	}
 	if old != nil && reflect.DeepEqual(old.cfg.Store, cfg.Store) {
 		st.store = old.store
 	} else if st.store, err = newStore(cfg.Store, g); err != nil {
+		if old == nil || st.tracer != old.tracer {
+			st.tracer.Close()
+		}
 		return nil, err
 	}
 	for name, ucfg := range cfg.Upstreams {
@@ -80,6 +88,9 @@ func (s *state) close(other *state) {
 	}
 	if other == nil || other.store != s.store {
 		s.store.close()
+	}
+	if s.tracer != nil && (other == nil || other.tracer != s.tracer) {
+		s.tracer.Close() // exports what it holds; spans of requests still in flight on it are lost
 	}
 }
 

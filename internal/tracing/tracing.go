@@ -30,8 +30,12 @@ import (
 // scope is the instrumentation scope of the gateway's spans.
 const scope = "github.com/sluicehq/sluice/gateway"
 
-// exportTimeout bounds one export to the collector.
-const exportTimeout = 10 * time.Second
+// exportTimeout bounds one export to the collector; closeTimeout bounds
+// Close.
+const (
+	exportTimeout = 10 * time.Second
+	closeTimeout  = 5 * time.Second
+)
 
 // Provider records spans and exports them in batches to one collector.
 // Its methods are safe for concurrent use.
@@ -42,6 +46,7 @@ type Provider struct {
 	// transport is the exporter's own, whose idle connections Shutdown
 	// closes.
 	transport *http.Transport
+	log       *slog.Logger
 }
 
 // New starts a provider for c, exporting to c.TracesURL(). Spans of new
@@ -79,7 +84,7 @@ func New(c config.Tracing, version string, log *slog.Logger) (*Provider, error) 
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.Sample))),
 	)
-	return &Provider{tp: tp, tracer: tp.Tracer(scope, trace.WithInstrumentationVersion(version)), cfg: c, transport: tr}, nil
+	return &Provider{tp: tp, tracer: tp.Tracer(scope, trace.WithInstrumentationVersion(version)), cfg: c, transport: tr, log: log}, nil
 }
 
 // Config returns the configuration p was built from.
@@ -106,6 +111,18 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("tracing: flushing spans: %w", err)
 	}
 	return nil
+}
+
+// Close is Shutdown within closeTimeout; it logs a failure to flush.
+func (p *Provider) Close() {
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		p.log.Warn("stopping the tracer", "error", err)
+	}
 }
 
 // loggingExporter logs a failed export to the gateway's logger, rather
