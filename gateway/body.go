@@ -47,6 +47,7 @@ var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canc
 type clientBody struct {
 	r    io.Reader
 	left int64
+	read int64 // bytes read so far, for the log
 	err  error // the error every Read returns once the body broke
 }
 
@@ -72,6 +73,7 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		}
 		b.left -= int64(n)
 	}
+	b.read += int64(n)
 	if err != nil && err != io.EOF {
 		b.err = fmt.Errorf("%w: %w", errClientBody, err)
 		return 0, b.err

@@ -64,6 +64,7 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 		x.take(resp)
 		return respond(ctx, rt, resp, err)
 	}
+	x.obs.coalesced = !led // answered by another request's call
 	var serr *StatusError
 	if shared == nil || (err != nil && (!errors.As(err, &serr) || rt.fallback != nil)) {
 		return respond(ctx, rt, nil, orUnavailable(err))

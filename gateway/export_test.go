@@ -1,5 +1,7 @@
 package gateway
 
+import "context"
+
 // CoalesceShared returns how many requests of the named route joined a
 // coalesced upstream call already under way, so that tests can wait for
 // every request to have joined before letting the upstream answer.
@@ -23,4 +25,10 @@ func OpenConns(g *Gateway) int64 {
 		n += loops.conns.Load()
 	}
 	return n
+}
+
+// FlushTraces exports every span g's tracer has ended (nothing when
+// tracing is off).
+func FlushTraces(ctx context.Context, g *Gateway) error {
+	return g.state.Load().tracer.ForceFlush(ctx)
 }

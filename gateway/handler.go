@@ -46,6 +46,11 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	st := g.state.Load()
 	start := time.Now()
 	h := &ctx.Request.Header
+	x := g.newExchange(nil, &ctx.Request)
+	x.obs.begin(h.PeekBytes(hdrRequestID))
+	if st.tracer != nil {
+		x.obs.startTrace(st.tracer, h, h.Method(), ctx.Request.URI().Path(), clientIP(peerAddr(ctx), forwardedList(h), st.trusted), start)
+	}
 	code := refusedHead(h.Method(), h.RequestURI(), h.Protocol(), h.RawHeaders())
 	if code == 0 && bytes.IndexByte(ctx.Request.URI().Path(), 0) >= 0 {
 		code = fasthttp.StatusBadRequest // a NUL percent-encoded in the path, as nginx
@@ -57,16 +62,19 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		// to be framed as fasthttp read it. (After writeError, which
 		// resets the response.)
 		ctx.SetConnectionClose()
-		g.finish(ctx, nil, start, reason)
+		g.finish(ctx, nil, start, reason, &x.obs)
+		g.exchanges.Put(x.reset())
 		return
 	}
 	req := fastRequest{&ctx.Request}
 	rt := st.route(req)
 	if rt == nil {
 		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
-		g.finish(ctx, nil, start, "no_route")
+		g.finish(ctx, nil, start, "no_route", &x.obs)
+		g.exchanges.Put(x.reset())
 		return
 	}
+	x.rt = rt
 	rt.inflight.Add(1)
 	defer rt.inflight.Add(-1)
 	http10 := !ctx.Request.Header.IsHTTP11()
@@ -82,14 +90,14 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		defer ctx.SetConnectionClose()
 	}
 	peer, xff := peerAddr(ctx), forwardedList(&ctx.Request.Header)
-	x := g.newExchange(rt, &ctx.Request)
 	var rl []byte       // the RateLimit header value, when the limit set one
 	var limitKey string // the request's rate-limit key, when the route has a limit
 	if rt.limit != nil {
 		limitKey = rt.limit.key(req, rt, clientIP(peer, xff, st.trusted))
 		v, ok := g.limitRate(ctx, rt, limitKey, x.rl[:0])
 		if !ok {
-			g.finish(ctx, rt, start, string(sluice.RateLimited))
+			g.finish(ctx, rt, start, string(sluice.RateLimited), &x.obs)
+			g.exchanges.Put(x.reset())
 			return
 		}
 		rl = v
@@ -99,7 +107,8 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		if rt.limit != nil {
 			rt.limit.setHeaders(&ctx.Response.Header, rl)
 		}
-		g.finish(ctx, rt, start, reason)
+		g.finish(ctx, rt, start, reason, &x.obs)
+		g.exchanges.Put(x.reset())
 		return
 	}
 	x.final = x.stream != nil || !idempotent(ctx.Method())
@@ -110,7 +119,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		rt.limit.setHeaders(&ctx.Response.Header, rl)
 	}
 	if rt.group != nil && x.body == nil && x.stream == nil && (ctx.IsGet() || ctx.IsHead()) {
-		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x, limitKey)) // x is not reused: the group holds its attempt
+		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x, limitKey), &x.obs) // x is not reused: the group holds its attempt
 		return
 	}
 	if direct {
@@ -132,7 +141,6 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	if x.direct != nil && rt.limit != nil {
 		rt.limit.setHeaders(&ctx.Response.Header, rl)
 	}
-	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
 	reason := respond(ctx, rt, resp, err)
 	if ctx.Response.IsBodyStream() {
 		wt := st.cfg.Server.WriteTimeout.D()
@@ -142,7 +150,9 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 			paceClient(ctx.Response.BodyStream(), ctx.Conn(), wt)
 		}
 	}
-	g.finish(ctx, rt, start, reason)
+	x.obs.bytesIn = x.bodySize()
+	g.finish(ctx, rt, start, reason, &x.obs)
+	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
 }
 
 // limitRate takes one event of key from rt's rate limit. It returns the
@@ -158,7 +168,8 @@ func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, key string, dst
 	return v, ok
 }
 
-// newExchange returns an exchange for req on rt, reusing a freed one.
+// newExchange returns an exchange for req on rt (nil until the request's
+// route is known), reusing a freed one.
 func (g *Gateway) newExchange(rt *route, req *fasthttp.Request) *exchange {
 	x, _ := g.exchanges.Get().(*exchange)
 	if x == nil {
@@ -270,10 +281,12 @@ func writeFallback(ctx *fasthttp.RequestCtx, f *config.Fallback) {
 	ctx.SetBodyString(f.Body)
 }
 
-// finish records the request in the metrics and the log.
-func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, reason string) {
+// finish records the request in the metrics, the log and its trace. o is
+// the request's observation.
+func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, reason string, o *observation) {
 	name := ""
-	d := time.Since(start)
+	now := time.Now()
+	d := now.Sub(start)
 	code := ctx.Response.StatusCode()
 	if rt != nil {
 		name = rt.name
@@ -281,5 +294,22 @@ func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, r
 	} else {
 		g.metrics.Request(name, code, reason, d)
 	}
-	g.logRequest(ctx, name, code, reason, d)
+	if o.bytesOut == 0 {
+		o.bytesOut = responseBodySize(ctx)
+	}
+	g.logRequest(ctx, name, code, reason, d, o)
+	o.end(name, code, reason, now)
+}
+
+// responseBodySize is the size of ctx's response body: its length when it
+// is in memory, none for HEAD, its Content-Length when it streams (-1 when
+// it has none).
+func responseBodySize(ctx *fasthttp.RequestCtx) int64 {
+	switch {
+	case ctx.IsHead():
+		return 0
+	case ctx.Response.IsBodyStream():
+		return int64(max(ctx.Response.Header.ContentLength(), -1))
+	}
+	return int64(len(ctx.Response.Body()))
 }

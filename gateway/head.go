@@ -22,6 +22,7 @@ type reqHead struct {
 	path        []byte // the URI without its query
 	host        []byte
 	xff         []byte // X-Forwarded-For
+	requestID   []byte // X-Request-Id
 	connection  []byte // the Connection header's value
 	idemKey     bool   // an Idempotency-Key header is present
 	cl          int    // Content-Length; 0 when absent
@@ -35,7 +36,7 @@ type reqHead struct {
 // ".." segment, no empty segment, only the characters RFC 3986 allows), the
 // version HTTP/1.1, exactly one Host (a host name or address and a port:
 // fasthttp reads the target through it), at most one Content-Length (digits
-// only) and one Connection and X-Forwarded-For, no Transfer-Encoding,
+// only) and one Connection, X-Forwarded-For and X-Request-Id, no Transfer-Encoding,
 // Expect or Upgrade, and header lines of a token, a colon and a value
 // without control characters but tabs, each ending in CRLF (no folded
 // lines).
@@ -82,6 +83,9 @@ func parseRequest(b []byte, h *reqHead) bool {
 		case equalName(name, "X-Forwarded-For"):
 			h.xff = value
 			return once(8)
+		case equalName(name, "X-Request-Id"):
+			h.requestID = value
+			return once(16)
 		case equalName(name, "Idempotency-Key"):
 			h.idemKey = true
 		case equalName(name, "Transfer-Encoding"), equalName(name, "Expect"), equalName(name, "Upgrade"):
@@ -123,9 +127,11 @@ func (h *reqHead) replayable() bool { return idempotent(h.method) || h.idemKey }
 // appendRequest appends the request h, whose body is body, as it goes to a
 // target at addr: its hop-by-hop headers (those the Connection header names
 // included) dropped, X-Forwarded-For set to xff, X-Forwarded-Host to the
-// client's Host, X-Forwarded-Proto to http, and Host naming the target, as
+// client's Host, X-Forwarded-Proto to http, X-Request-Id to id, Host naming
+// the target, and, when traceparent is not "", the trace context
+// traceparent and tracestate (none when "") in place of the client's, as
 // exchange.prepare does for the goroutine engine.
-func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte) []byte {
+func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte, id []byte, traceparent, tracestate string) []byte {
 	dst = append(dst, h.method...)
 	dst = append(dst, ' ')
 	dst = append(dst, h.uri...)
@@ -134,7 +140,8 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte)
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !isHop(k, h.connection) && !equalName(k, "Host") && !forwardedHeader(k) {
+		if !isHop(k, h.connection) && !equalName(k, "Host") && !forwardedHeader(k) && !equalName(k, "X-Request-Id") &&
+			(traceparent == "" || !equalName(k, "Traceparent") && !equalName(k, "Tracestate")) {
 			dst = append(dst, line...)
 		}
 		b = b[len(line):]
@@ -143,7 +150,17 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte)
 	dst = append(dst, xff...)
 	dst = append(dst, "\r\nX-Forwarded-Host: "...)
 	dst = append(dst, h.host...)
-	dst = append(dst, "\r\nX-Forwarded-Proto: http\r\n\r\n"...)
+	dst = append(dst, "\r\nX-Forwarded-Proto: http\r\nX-Request-Id: "...)
+	dst = append(dst, id...)
+	if traceparent != "" {
+		dst = append(dst, "\r\nTraceparent: "...)
+		dst = append(dst, traceparent...)
+		if tracestate != "" {
+			dst = append(dst, "\r\nTracestate: "...)
+			dst = append(dst, tracestate...)
+		}
+	}
+	dst = append(dst, "\r\n\r\n"...)
 	return append(dst, body...)
 }
 

@@ -108,11 +108,36 @@ func TestAppendRequest(t *testing.T) {
 	if !parseRequest(b, &h) {
 		t.Fatal("refused")
 	}
-	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), "127.0.0.1:9001", []byte("hi")))
+	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), "127.0.0.1:9001", []byte("hi"), []byte("id-1"), "", ""))
 	want := string(crlf("POST /v1/x?q=1 HTTP/1.1\nHost: 127.0.0.1:9001\nContent-Length: 2\nAccept: */*\n" +
-		"X-Forwarded-For: 10.0.0.1, 127.0.0.1\nX-Forwarded-Host: api.example\nX-Forwarded-Proto: http\n\nhi"))
+		"X-Forwarded-For: 10.0.0.1, 127.0.0.1\nX-Forwarded-Host: api.example\nX-Forwarded-Proto: http\nX-Request-Id: id-1\n\nhi"))
 	if got != want {
 		t.Errorf("upstream request:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestAppendRequestContext checks that the client's X-Request-Id gives way
+// to the gateway's, and its trace context too when the gateway traces
+// (and only then).
+func TestAppendRequestContext(t *testing.T) {
+	b := crlf("GET / HTTP/1.1\nHost: a:1\nx-request-id: client\ntraceparent: 00-client-01\nTracestate: v=1\n\n")
+	var h reqHead
+	if !parseRequest(b, &h) || string(h.requestID) != "client" {
+		t.Fatalf("refused, or X-Request-Id %q", h.requestID)
+	}
+	const forwarded = "X-Forwarded-For: 127.0.0.1\nX-Forwarded-Host: a:1\nX-Forwarded-Proto: http\n"
+	for _, tt := range []struct{ tp, ts, want string }{
+		{"", "", "GET / HTTP/1.1\nHost: u:2\ntraceparent: 00-client-01\nTracestate: v=1\n" + forwarded + "X-Request-Id: id-1\n\n"},
+		{"00-gw-01", "", "GET / HTTP/1.1\nHost: u:2\n" + forwarded + "X-Request-Id: id-1\nTraceparent: 00-gw-01\n\n"},
+		{"00-gw-01", "v=2", "GET / HTTP/1.1\nHost: u:2\n" + forwarded + "X-Request-Id: id-1\nTraceparent: 00-gw-01\nTracestate: v=2\n\n"},
+	} {
+		got := string(appendRequest(nil, &h, []byte("127.0.0.1"), "u:2", nil, []byte("id-1"), tt.tp, tt.ts))
+		if want := string(crlf(tt.want)); got != want {
+			t.Errorf("traceparent %q tracestate %q: upstream request\n%q\nwant\n%q", tt.tp, tt.ts, got, want)
+		}
+	}
+	if parseRequest(crlf("GET / HTTP/1.1\nHost: a:1\nX-Request-Id: 1\nX-Request-Id: 2\n\n"), &h) {
+		t.Error("two X-Request-Id taken as plain, want the request handed to the goroutine engine")
 	}
 }
 

@@ -28,10 +28,25 @@ func NewLogger(c config.Log, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// logRequest writes the request's one log line. Requests served by the
-// upstream with a status below 500 are sampled (log.sample); every other
-// request is logged.
-func (g *Gateway) logRequest(ctx *fasthttp.RequestCtx, route string, code int, reason string, d time.Duration) {
+// logRequest writes the request's one log line, "request", at info, with
+// the same fields in text and JSON, on every engine:
+//
+//   - route: the route's name ("" when none matched); method, path;
+//   - status: the status code sent; outcome: "ok" when the upstream's
+//     answer went out, else the reason the gateway answered itself;
+//   - request_id: the client's X-Request-Id when well formed, else the one
+//     the gateway made (both sent upstream);
+//   - target: the last attempt's target ("" when none was tried);
+//     attempts: the number of attempts;
+//   - bytes_in, bytes_out: the sizes of the request and response bodies
+//     (a streamed response's is its Content-Length, -1 when it has none);
+//   - duration: seconds from the request's arrival to its answer, a number;
+//   - remote: the client connection's address;
+//   - trace_id: the request's trace, when it was sampled (only then).
+//
+// Requests served by the upstream with a status below 500 are sampled
+// (log.sample); every other request is logged.
+func (g *Gateway) logRequest(ctx *fasthttp.RequestCtx, route string, code int, reason string, d time.Duration, o *observation) {
 	if !g.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
@@ -40,15 +55,30 @@ func (g *Gateway) logRequest(ctx *fasthttp.RequestCtx, route string, code int, r
 			return
 		}
 	}
-	g.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+	target := ""
+	if o.target != nil {
+		target = o.target.url
+	}
+	attrs := [...]slog.Attr{
 		slog.String("route", route),
 		slog.String("method", string(ctx.Method())),
 		slog.String("path", string(ctx.Path())),
 		slog.Int("status", code),
 		slog.String("outcome", outcomeName(reason)),
-		slog.Duration("duration", d),
+		slog.String("request_id", string(o.id)),
+		slog.String("target", target),
+		slog.Int("attempts", o.attempts),
+		slog.Int64("bytes_in", o.bytesIn),
+		slog.Int64("bytes_out", o.bytesOut),
+		slog.Float64("duration", d.Seconds()),
 		slog.String("remote", ctx.RemoteAddr().String()),
-	)
+		{},
+	}
+	n := len(attrs) - 1
+	if id := o.trace.TraceID(); id != "" {
+		attrs[n], n = slog.String("trace_id", id), n+1
+	}
+	g.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs[:n]...)
 }
 
 func outcomeName(reason string) string {

@@ -90,7 +90,8 @@ type clientConn struct {
 	replayed       bool // sent again after a stale upstream connection
 	wantClose      bool // the client asked to close after the response
 	timer          clock.Timer
-	stream         net.Conn // the upstream connection a streamed response comes from
+	obs            observation // the request's id, trace and counts
+	stream         net.Conn    // the upstream connection a streamed response comes from
 	streamTarget   *target
 	streamReuse    bool      // the stream ended cleanly on a keep-alive connection
 	streamDeadline time.Time // ends a streamed response when the route has a timeout
@@ -342,9 +343,14 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	// with the goroutine engine.
 	ctx.Request.Header.SetMethodBytes(h.method)
 	ctx.Request.Header.SetRequestURIBytes(h.uri)
+	cc.obs.begin(h.requestID)
+	cc.obs.bytesIn = int64(h.cl)
+	if st.tracer != nil {
+		cc.obs.startTrace(st.tracer, h, h.method, h.path, clientIP(cc.peer, h.xff, st.trusted), now)
+	}
 	if rt == nil {
 		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
-		g.finish(ctx, nil, now, "no_route")
+		g.finish(ctx, nil, now, "no_route", &cc.obs)
 		cc.reply()
 		return
 	}
@@ -432,6 +438,7 @@ func (cc *clientConn) send() {
 			}
 		}
 		t.inflight.Add(1)
+		cc.obs.beginAttempt(t, time.Now())
 	}
 	// The request's start stands for the time: a connection that looks
 	// younger than it is when the request is sent again after a stale
@@ -460,6 +467,11 @@ func (cc *clientConn) timeout(gen uint64) {
 // *UpstreamError. The request then goes to another attempt when the
 // route's retry asks for one, or is answered.
 func (cc *clientConn) upstreamDone(resp *fasthttp.Response, err error) {
+	if resp != nil {
+		cc.obs.endAttempt(resp.StatusCode(), nil, time.Now())
+	} else {
+		cc.obs.endAttempt(0, err, time.Now())
+	}
 	o, err := attemptResult(resp, err)
 	err = attemptError(err, cc.final)
 	cc.attemptEnded(o, err)
@@ -547,7 +559,7 @@ func (cc *clientConn) respond(resp *fasthttp.Response, err error) {
 func (cc *clientConn) end(reason string) {
 	g := cc.l.e.g
 	cc.rt.inflight.Add(-1)
-	g.finish(&cc.ctx, cc.rt, cc.start, reason)
+	g.finish(&cc.ctx, cc.rt, cc.start, reason, &cc.obs)
 	cc.rt, cc.t, cc.last, cc.lastErr, cc.rl, cc.replayed = nil, nil, nil, nil, nil, false
 }
 
@@ -588,6 +600,7 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 		}
 	}
 	cc.ctx.Response.SetStatusCode(h.code) // for the metrics and the log
+	cc.obs.bytesOut = int64(len(body))
 	cc.end("")
 	cc.ready()
 }

@@ -110,7 +110,8 @@ func (up *upConn) dialFailed(err error) {
 func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
 	l := cc.l
-	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, up.t.client.Addr, cc.body)
+	tp, ts := cc.obs.traceHeaders()
+	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, up.t.client.Addr, cc.body, cc.obs.id, tp, ts)
 	if err := l.write(up.c); err != nil {
 		up.abandon()
 		cc.upstreamDone(nil, upstreamError(up.t, err))
@@ -247,6 +248,7 @@ func (up *upConn) traffic() gnet.Action {
 func (up *upConn) forward(h *respHead, body []byte, n int, keep bool) gnet.Action {
 	cc := up.cc
 	cc.up = nil
+	cc.obs.endAttempt(h.code, nil, time.Now())
 	cc.attemptEnded(sluice.Outcome{Class: sluice.Success}, nil)
 	cc.forward(h, body)
 	return up.done(n, keep && !h.close())

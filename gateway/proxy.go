@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/requestid"
 )
 
 // maxReplayBody is the largest request body kept in memory so that a retry
@@ -81,6 +82,7 @@ type exchange struct {
 	rl     [64]byte                                          // room for the RateLimit header value
 	call   func(context.Context) (*fasthttp.Response, error) // x.attempt
 	watch  *clientWatch                                      // cuts the attempts when the client leaves
+	obs    observation                                       // the request's id, trace and counts
 }
 
 // reset clears x for reuse, keeping its buffers, call and watch.
@@ -108,6 +110,7 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 			permit = p
 		}
 	}
+	x.obs.beginAttempt(t, time.Now())
 	req := x.prepare(t)
 	resp := x.direct
 	if resp == nil {
@@ -121,6 +124,11 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 	}
 	err := roundTrip(t.client, req, resp, tr)
 	t.inflight.Add(-1)
+	if err != nil {
+		x.obs.endAttempt(0, upstreamError(t, err), time.Now())
+	} else {
+		x.obs.endAttempt(resp.StatusCode(), nil, time.Now())
+	}
 	// The outcomes carry no latency: the passive-health breaker counts
 	// failures in a row only (it ignores latency), so the attempt is not
 	// timed.
@@ -204,6 +212,12 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 		// Copied before SetHost below overwrites the client's Host.
 		req.Header.SetCanonical(hdrForwardedHost, req.Header.Host())
 		req.Header.SetCanonical(hdrForwardedProto, valueHTTP)
+		req.Header.Del(requestid.Header) // every one: the gateway sends one
+		req.Header.SetCanonical(hdrRequestID, x.obs.id)
+		if x.obs.trace != nil {
+			req.Header.Del("Traceparent")
+			req.Header.Del("Tracestate")
+		}
 		switch {
 		case x.stream != nil:
 			req.SetBodyStream(x.stream, req.Header.ContentLength())
@@ -213,6 +227,12 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	}
 	if x.stream != nil {
 		x.sent = true
+	}
+	if tp, ts := x.obs.traceHeaders(); tp != "" {
+		req.Header.Set("Traceparent", tp)
+		if ts != "" {
+			req.Header.Set("Tracestate", ts)
+		}
 	}
 	req.Header.SetHost(t.client.Addr)
 	req.UseHostHeader = true

@@ -1,0 +1,106 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/requestid"
+)
+
+// requestLogKeys are the fields of every request's log line, in text and
+// JSON alike, on both engines.
+var requestLogKeys = []string{"time", "level", "msg", "route", "method", "path", "status", "outcome", "request_id",
+	"target", "attempts", "bytes_in", "bytes_out", "duration", "remote"}
+
+// TestRequestLog checks the request log line on both engines in both
+// formats: the same fields; the client's X-Request-Id kept when well formed
+// and sent upstream, else one made and sent; the target and the number of
+// attempts of a retried request; the body bytes in and out; the duration a
+// number of seconds; and a rejected request's line without target or
+// attempt.
+func TestRequestLog(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, format := range []string{"json", "text"} {
+			t.Run(format, func(t *testing.T) {
+				var calls atomic.Int64
+				up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					if calls.Add(1) == 1 {
+						http.Error(w, "busy", http.StatusServiceUnavailable)
+						return
+					}
+					fmt.Fprint(w, "0123456789")
+				})
+				gw, logs := startObserved(t, parseConfig(t, `
+server: {engine: %s}
+log: {format: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: api
+    upstream: up
+    policies:
+      rate_limit: {limit: 3, period: 1h, key: route}
+      retry: {attempts: 2, on: [503], backoff: {initial: 1ns, max: 1ns, jitter: none}}
+`, engine, format, up.URL))
+				c := newClient(t)
+				sentIDs, bodies := []string{}, []string{}
+				for _, id := range []string{"req-42", "", "bad id", strings.Repeat("x", requestid.MaxLen+1)} {
+					h := http.Header{}
+					if id != "" {
+						h.Set("X-Request-Id", id)
+					}
+					r := do(t, c, "PUT", gw.URL+"/doc?v=1", h, strings.NewReader("hello"))
+					if want := map[bool]int{true: 429, false: 200}[len(bodies) == 3]; r.Code != want {
+						t.Fatalf("request %q: status %d %q, want %d", id, r.Code, r.Body, want)
+					}
+					bodies = append(bodies, r.Body)
+					sentIDs = append(sentIDs, up.lastRequest().Header.Get("X-Request-Id"))
+				}
+				lines := logs.requests(t, 4)
+				for i, l := range lines {
+					if keys := slices.Sorted(maps.Keys(l)); !slices.Equal(keys, slices.Sorted(slices.Values(requestLogKeys))) {
+						t.Errorf("line %d has fields %v, want %v", i, keys, slices.Sorted(slices.Values(requestLogKeys)))
+					}
+					if d, ok := l["duration"].(float64); !ok || d <= 0 || d > 60 {
+						t.Errorf("line %d: duration %#v, want a number of seconds", i, l["duration"])
+					}
+				}
+				want := map[string]any{"route": "api", "method": "PUT", "path": "/doc", "status": 200.0, "outcome": "ok",
+					"request_id": "req-42", "target": up.URL, "attempts": 2.0, "bytes_in": 5.0, "bytes_out": 10.0}
+				for k, v := range want {
+					if lines[0][k] != v {
+						t.Errorf("retried request: %s = %#v, want %#v", k, lines[0][k], v)
+					}
+				}
+				if sentIDs[0] != "req-42" {
+					t.Errorf("upstream got X-Request-Id %q, want the client's req-42", sentIDs[0])
+				}
+				for i := 1; i < 3; i++ {
+					id, _ := lines[i]["request_id"].(string)
+					if len(id) != requestid.Len || id == "bad id" || !requestid.Valid(id) || sentIDs[i] != id {
+						t.Errorf("request %d: logged id %q, upstream got %q; want one id made by the gateway, the same", i, id, sentIDs[i])
+					}
+				}
+				if lines[1]["request_id"] == lines[2]["request_id"] {
+					t.Errorf("two requests logged with the id %v", lines[1]["request_id"])
+				}
+				rejected := lines[3]
+				for k, v := range map[string]any{"status": 429.0, "outcome": "rate_limited", "target": "", "attempts": 0.0, "bytes_out": float64(len(bodies[3]))} {
+					if rejected[k] != v {
+						t.Errorf("rate-limited request: %s = %#v, want %#v", k, rejected[k], v)
+					}
+				}
+				if id, _ := rejected["request_id"].(string); len(id) != requestid.Len {
+					t.Errorf("rate-limited request with a too long id: logged %q, want one made by the gateway", id)
+				}
+			})
+		}
+	})
+}

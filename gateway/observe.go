@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"errors"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/requestid"
+	"github.com/sluicehq/sluice/internal/tracing"
+)
+
+// observation is what the gateway records of one request besides its
+// answer, for its log line and its trace: its id, its spans, its attempts
+// and the sizes of its bodies. Every engine keeps one per request in
+// flight, reuses it, and drives it through the same steps: begin, then
+// beginAttempt and endAttempt around each attempt, then Gateway.finish.
+// With tracing off, no step allocates.
+type observation struct {
+	id    []byte // the request id, in idBuf
+	idBuf [requestid.MaxLen]byte
+	// trace is the request's server span and attempt the span of the
+	// attempt in flight; nil when tracing is off.
+	trace   *tracing.Request
+	attempt *tracing.Attempt
+	// attempts counts the attempts begun; target is the last one's.
+	attempts int
+	target   *target
+	// retryReason says why the next attempt would be a retry: the last
+	// attempt's failing status code or error type (see errorType).
+	retryReason string
+	// bytesIn and bytesOut are the sizes of the request and response
+	// bodies (see Gateway.logRequest).
+	bytesIn, bytesOut int64
+	// coalesced: the request was answered with another's response.
+	coalesced bool
+}
+
+// hdrRequestID is requestid.Header in fasthttp's canonical form.
+var hdrRequestID = []byte("X-Request-Id")
+
+// headerReader reads a request header: reqHead on the loops,
+// fasthttp.RequestHeader on the goroutine engine.
+type headerReader interface {
+	Peek(name string) []byte
+}
+
+// begin starts observing a request: the client's X-Request-Id, clientID,
+// is its id when well formed, else one is made.
+func (o *observation) begin(clientID []byte) {
+	*o = observation{}
+	if id := clientID; requestid.Valid(id) {
+		o.id = append(o.idBuf[:0], id...)
+	} else {
+		o.id = requestid.Append(o.idBuf[:0])
+	}
+}
+
+// startTrace starts the request's server span on tr, a child of the
+// client's traceparent (read from h) when it sent one; client is the
+// client's address as the gateway determined it, start when the request
+// arrived. Engines call it only when tracing is on (tr not nil), so that
+// with tracing off they need not find the client's address.
+func (o *observation) startTrace(tr *tracing.Provider, h headerReader, method, path []byte, client netip.Addr, start time.Time) {
+	o.trace = tr.Start(tracing.Incoming{
+		Method: string(method), Scheme: "http", Path: string(path), Client: client.String(), RequestID: string(o.id),
+		Traceparent: string(h.Peek("Traceparent")), Tracestate: string(h.Peek("Tracestate")), Start: start,
+	})
+}
+
+// beginAttempt records an attempt to t starting at now.
+func (o *observation) beginAttempt(t *target, now time.Time) {
+	o.attempts++
+	o.target = t
+	o.attempt = o.trace.Attempt(o.attempts, t.url, t.client.Addr, o.retryReason, now)
+}
+
+// traceHeaders returns the W3C trace context the attempt in flight sends
+// upstream; "" when tracing is off.
+func (o *observation) traceHeaders() (traceparent, tracestate string) {
+	return o.attempt.Headers()
+}
+
+// endAttempt records the end of the attempt in flight at now, with the
+// upstream's status code, or with err (an *UpstreamError) when no
+// response came.
+func (o *observation) endAttempt(code int, err error, now time.Time) {
+	reason := ""
+	switch {
+	case err != nil:
+		reason, code = errorType(err), 0
+	case code >= 500:
+		reason = strconv.Itoa(code)
+	}
+	o.attempt.End(code, reason, now)
+	o.attempt, o.retryReason = nil, reason
+}
+
+// errorType names an attempt's error as retry.on does: connect_error (the
+// target could not be reached), timeout, or upstream_error.
+func errorType(err error) string {
+	var ue *UpstreamError
+	switch {
+	case errors.As(err, &ue) && ue.Connect:
+		return "connect_error"
+	case errors.Is(err, sluice.ErrTimeout):
+		return "timeout"
+	}
+	return "upstream_error"
+}
+
+// end ends the request's server span at now: the route that served it (""
+// when none), the status code sent and the reason the gateway answered
+// itself ("" when the upstream's answer went out). A policy decision is an
+// event of the span: rate_limited, breaker_open, shed, coalesced or
+// fallback.
+func (o *observation) end(route string, code int, reason string, now time.Time) {
+	if o.trace == nil {
+		return
+	}
+	if o.attempt != nil { // an attempt the request's end cut short
+		o.attempt.End(0, "abandoned", now)
+		o.attempt = nil
+	}
+	if o.coalesced {
+		o.trace.Event("coalesced", now)
+	}
+	if ev := decisionEvent(reason); ev != "" {
+		o.trace.Event(ev, now)
+	}
+	o.trace.End(route, code, outcomeName(reason), now)
+	o.trace = nil
+}
+
+// decisionEvent is the span event of the policy decision a request's
+// reason tells, or "".
+func decisionEvent(reason string) string {
+	switch {
+	case reason == string(sluice.RateLimited):
+		return "rate_limited"
+	case reason == string(sluice.CircuitOpen):
+		return "breaker_open"
+	case reason == string(sluice.Overloaded):
+		return "shed"
+	case strings.HasPrefix(reason, "fallback:"):
+		return "fallback"
+	}
+	return ""
+}
+
+// bodySize is the size of x's request body: the bytes read of a streamed
+// one.
+func (x *exchange) bodySize() int64 {
+	if b, ok := x.stream.(*clientBody); ok {
+		return b.read
+	}
+	return int64(len(x.body))
+}
