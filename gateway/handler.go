@@ -49,7 +49,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	x := g.newExchange(nil, &ctx.Request)
 	x.obs.begin(h.PeekBytes(hdrRequestID))
 	if st.tracer != nil {
-		x.obs.startTrace(st.tracer, h, h.Method(), ctx.Request.URI().Path(), clientIP(peerAddr(ctx), forwardedList(h), st.trusted), start)
+		x.obs.startTrace(st.tracer, h, h.Method(), ctx.Request.URI().Path(), clientIP(peerAddr(ctx), forwardedList(h), st.trusted))
 	}
 	code := refusedHead(h.Method(), h.RequestURI(), h.Protocol(), h.RawHeaders())
 	if code == 0 && bytes.IndexByte(ctx.Request.URI().Path(), 0) >= 0 {

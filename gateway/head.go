@@ -128,10 +128,10 @@ func (h *reqHead) replayable() bool { return idempotent(h.method) || h.idemKey }
 // target at addr: its hop-by-hop headers (those the Connection header names
 // included) dropped, X-Forwarded-For set to xff, X-Forwarded-Host to the
 // client's Host, X-Forwarded-Proto to http, X-Request-Id to id, Host naming
-// the target, and, when traceparent is not "", the trace context
+// the target, and, when traceparent is not nil, the trace context
 // traceparent and tracestate (none when "") in place of the client's, as
 // exchange.prepare does for the goroutine engine.
-func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte, id []byte, traceparent, tracestate string) []byte {
+func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte, id, traceparent []byte, tracestate string) []byte {
 	dst = append(dst, h.method...)
 	dst = append(dst, ' ')
 	dst = append(dst, h.uri...)
@@ -141,7 +141,7 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte,
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
 		if !isHop(k, h.connection) && !equalName(k, "Host") && !forwardedHeader(k) && !equalName(k, "X-Request-Id") &&
-			(traceparent == "" || !equalName(k, "Traceparent") && !equalName(k, "Tracestate")) {
+			(traceparent == nil || !equalName(k, "Traceparent") && !equalName(k, "Tracestate")) {
 			dst = append(dst, line...)
 		}
 		b = b[len(line):]
@@ -152,7 +152,7 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte,
 	dst = append(dst, h.host...)
 	dst = append(dst, "\r\nX-Forwarded-Proto: http\r\nX-Request-Id: "...)
 	dst = append(dst, id...)
-	if traceparent != "" {
+	if traceparent != nil {
 		dst = append(dst, "\r\nTraceparent: "...)
 		dst = append(dst, traceparent...)
 		if tracestate != "" {

@@ -108,7 +108,7 @@ func TestAppendRequest(t *testing.T) {
 	if !parseRequest(b, &h) {
 		t.Fatal("refused")
 	}
-	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), "127.0.0.1:9001", []byte("hi"), []byte("id-1"), "", ""))
+	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), "127.0.0.1:9001", []byte("hi"), []byte("id-1"), nil, ""))
 	want := string(crlf("POST /v1/x?q=1 HTTP/1.1\nHost: 127.0.0.1:9001\nContent-Length: 2\nAccept: */*\n" +
 		"X-Forwarded-For: 10.0.0.1, 127.0.0.1\nX-Forwarded-Host: api.example\nX-Forwarded-Proto: http\nX-Request-Id: id-1\n\nhi"))
 	if got != want {
@@ -131,7 +131,11 @@ func TestAppendRequestContext(t *testing.T) {
 		{"00-gw-01", "", "GET / HTTP/1.1\nHost: u:2\n" + forwarded + "X-Request-Id: id-1\nTraceparent: 00-gw-01\n\n"},
 		{"00-gw-01", "v=2", "GET / HTTP/1.1\nHost: u:2\n" + forwarded + "X-Request-Id: id-1\nTraceparent: 00-gw-01\nTracestate: v=2\n\n"},
 	} {
-		got := string(appendRequest(nil, &h, []byte("127.0.0.1"), "u:2", nil, []byte("id-1"), tt.tp, tt.ts))
+		var tp []byte
+		if tt.tp != "" {
+			tp = []byte(tt.tp)
+		}
+		got := string(appendRequest(nil, &h, []byte("127.0.0.1"), "u:2", nil, []byte("id-1"), tp, tt.ts))
 		if want := string(crlf(tt.want)); got != want {
 			t.Errorf("traceparent %q tracestate %q: upstream request\n%q\nwant\n%q", tt.tp, tt.ts, got, want)
 		}

@@ -346,7 +346,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	cc.obs.begin(h.requestID)
 	cc.obs.bytesIn = int64(h.cl)
 	if st.tracer != nil {
-		cc.obs.startTrace(st.tracer, h, h.method, h.path, clientIP(cc.peer, h.xff, st.trusted), now)
+		cc.obs.startTrace(st.tracer, h, h.method, h.path, clientIP(cc.peer, h.xff, st.trusted))
 	}
 	if rt == nil {
 		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
@@ -438,7 +438,7 @@ func (cc *clientConn) send() {
 			}
 		}
 		t.inflight.Add(1)
-		cc.obs.beginAttempt(t, time.Now())
+		cc.obs.beginAttempt(t)
 	}
 	// The request's start stands for the time: a connection that looks
 	// younger than it is when the request is sent again after a stale

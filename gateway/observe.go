@@ -39,7 +39,11 @@ type observation struct {
 }
 
 // hdrRequestID is requestid.Header in fasthttp's canonical form.
-var hdrRequestID = []byte("X-Request-Id")
+var (
+	hdrRequestID   = []byte("X-Request-Id")
+	hdrTraceparent = []byte("Traceparent")
+	hdrTracestate  = []byte("Tracestate")
+)
 
 // headerReader reads a request header: reqHead on the loops,
 // fasthttp.RequestHeader on the goroutine engine.
@@ -60,26 +64,26 @@ func (o *observation) begin(clientID []byte) {
 
 // startTrace starts the request's server span on tr, a child of the
 // client's traceparent (read from h) when it sent one; client is the
-// client's address as the gateway determined it, start when the request
-// arrived. Engines call it only when tracing is on (tr not nil), so that
-// with tracing off they need not find the client's address.
-func (o *observation) startTrace(tr *tracing.Provider, h headerReader, method, path []byte, client netip.Addr, start time.Time) {
+// client's address as the gateway determined it. Engines call it only
+// when tracing is on (tr not nil), so that with tracing off they need not
+// find the client's address.
+func (o *observation) startTrace(tr *tracing.Provider, h headerReader, method, path []byte, client netip.Addr) {
 	o.trace = tr.Start(tracing.Incoming{
-		Method: string(method), Scheme: "http", Path: string(path), Client: client.String(), RequestID: string(o.id),
-		Traceparent: string(h.Peek("Traceparent")), Tracestate: string(h.Peek("Tracestate")), Start: start,
+		Method: method, Scheme: "http", Path: path, Client: client, RequestID: o.id,
+		Traceparent: h.Peek("Traceparent"), Tracestate: h.Peek("Tracestate"),
 	})
 }
 
-// beginAttempt records an attempt to t starting at now.
-func (o *observation) beginAttempt(t *target, now time.Time) {
+// beginAttempt records an attempt to t starting now.
+func (o *observation) beginAttempt(t *target) {
 	o.attempts++
 	o.target = t
-	o.attempt = o.trace.Attempt(o.attempts, t.url, t.client.Addr, o.retryReason, now)
+	o.attempt = o.trace.Attempt(o.attempts, t.url, t.client.Addr, o.retryReason)
 }
 
 // traceHeaders returns the W3C trace context the attempt in flight sends
-// upstream; "" when tracing is off.
-func (o *observation) traceHeaders() (traceparent, tracestate string) {
+// upstream; empty when tracing is off.
+func (o *observation) traceHeaders() (traceparent []byte, tracestate string) {
 	return o.attempt.Headers()
 }
 

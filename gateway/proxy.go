@@ -110,7 +110,7 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 			permit = p
 		}
 	}
-	x.obs.beginAttempt(t, time.Now())
+	x.obs.beginAttempt(t)
 	req := x.prepare(t)
 	resp := x.direct
 	if resp == nil {
@@ -215,8 +215,8 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 		req.Header.Del(requestid.Header) // every one: the gateway sends one
 		req.Header.SetCanonical(hdrRequestID, x.obs.id)
 		if x.obs.trace != nil {
-			req.Header.Del("Traceparent")
-			req.Header.Del("Tracestate")
+			req.Header.DelBytes(hdrTraceparent)
+			req.Header.DelBytes(hdrTracestate)
 		}
 		switch {
 		case x.stream != nil:
@@ -228,10 +228,10 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	if x.stream != nil {
 		x.sent = true
 	}
-	if tp, ts := x.obs.traceHeaders(); tp != "" {
-		req.Header.Set("Traceparent", tp)
+	if tp, ts := x.obs.traceHeaders(); tp != nil {
+		req.Header.SetCanonical(hdrTraceparent, tp)
 		if ts != "" {
-			req.Header.Set("Tracestate", ts)
+			req.Header.SetCanonical(hdrTracestate, []byte(ts))
 		}
 	}
 	req.Header.SetHost(t.client.Addr)

@@ -2,7 +2,9 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -11,21 +13,21 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Incoming describes a request as it arrived, for its server span.
+// Incoming describes a request as it arrived, for its server span. Its
+// byte slices are read during Start only.
 type Incoming struct {
 	// Method, Scheme ("http" or "https") and Path of the request.
-	Method, Scheme, Path string
+	Method, Path []byte
+	Scheme       string
 	// Client is the client's address as the gateway determined it (the
 	// peer, or X-Forwarded-For from a trusted proxy).
-	Client string
+	Client netip.Addr
 	// RequestID is the request's id, as logged and sent upstream.
-	RequestID string
+	RequestID []byte
 	// Traceparent and Tracestate are the client's W3C trace context
-	// headers; "" when absent. A malformed traceparent is ignored: the
+	// headers; empty when absent. A malformed traceparent is ignored: the
 	// request starts a new trace.
-	Traceparent, Tracestate string
-	// Start is when the request began; the zero time means now.
-	Start time.Time
+	Traceparent, Tracestate []byte
 }
 
 // Request is the server span of one request. A nil *Request does nothing.
@@ -37,26 +39,46 @@ type Request struct {
 	method string
 }
 
-// Start begins the server span of a request. It returns nil when p is nil.
+// Prebuilt span options, which would allocate on every call.
+var (
+	serverKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	clientKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+)
+
+// Start begins the server span of a request, now. It returns nil when p
+// is nil. What a span records is built only when the span is sampled, so
+// that an unsampled request costs the span's bookkeeping alone.
 func (p *Provider) Start(in Incoming) *Request {
 	if p == nil {
 		return nil
 	}
 	ctx := context.Background()
-	if in.Traceparent != "" {
-		ctx = propagator.Extract(ctx, &carrier{traceparent: in.Traceparent, tracestate: in.Tracestate})
+	if len(in.Traceparent) > 0 {
+		ctx = propagator.Extract(ctx, &carrier{traceparent: string(in.Traceparent), tracestate: string(in.Tracestate)})
 	}
-	ctx, span := p.tracer.Start(ctx, in.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(in.Start))
+	method := methodName(in.Method)
+	ctx, span := p.tracer.Start(ctx, method, serverKind...)
 	if span.IsRecording() {
 		span.SetAttributes(
-			semconv.HTTPRequestMethodKey.String(in.Method),
+			semconv.HTTPRequestMethodKey.String(method),
 			semconv.URLScheme(in.Scheme),
-			semconv.URLPath(in.Path),
-			semconv.ClientAddress(in.Client),
-			requestIDKey.String(in.RequestID),
+			semconv.URLPath(string(in.Path)),
+			semconv.ClientAddress(in.Client.String()),
+			requestIDKey.String(string(in.RequestID)),
 		)
 	}
-	return &Request{ctx: ctx, span: span, tracer: p.tracer, method: in.Method}
+	return &Request{ctx: ctx, span: span, tracer: p.tracer, method: method}
+}
+
+// methodName returns method as a string, without allocating for the
+// methods of RFC 9110.
+func methodName(method []byte) string {
+	for _, m := range [...]string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE"} {
+		if string(method) == m {
+			return m
+		}
+	}
+	return string(method)
 }
 
 // Sampled reports whether the request's trace is recorded and exported.
@@ -92,17 +114,18 @@ func (r *Request) End(route string, status int, outcome string, end time.Time) {
 	if r == nil {
 		return
 	}
-	if r.span.IsRecording() {
-		if route != "" {
-			r.span.SetName(r.method + " " + route)
-			r.span.SetAttributes(routeKey.String(route))
-		}
-		r.span.SetAttributes(semconv.HTTPResponseStatusCode(status), outcomeKey.String(outcome))
-		if status >= 500 {
-			code := strconv.Itoa(status)
-			r.span.SetAttributes(semconv.ErrorTypeKey.String(code))
-			r.span.SetStatus(codes.Error, outcome)
-		}
+	if !r.span.IsRecording() {
+		r.span.End()
+		return
+	}
+	if route != "" {
+		r.span.SetName(r.method + " " + route)
+		r.span.SetAttributes(routeKey.String(route))
+	}
+	r.span.SetAttributes(semconv.HTTPResponseStatusCode(status), outcomeKey.String(outcome))
+	if status >= 500 {
+		r.span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
+		r.span.SetStatus(codes.Error, outcome)
 	}
 	r.span.End(trace.WithTimestamp(end))
 }
@@ -110,19 +133,20 @@ func (r *Request) End(route string, status int, outcome string, end time.Time) {
 // Attempt is the client span of one upstream attempt. A nil *Attempt does
 // nothing.
 type Attempt struct {
-	span                    trace.Span
-	traceparent, tracestate string
+	span        trace.Span
+	traceparent [55]byte // 00-<trace id>-<span id>-<flags>
+	tracestate  string
 }
 
-// Attempt begins the span of the request's attempt number n (1 for the
-// first) to target (the upstream's base URL, whose host:port is addr) at
-// time start (the zero time means now); retryReason says why the attempt
-// is a retry ("" for the first). It returns nil when r is nil.
-func (r *Request) Attempt(n int, target, addr, retryReason string, start time.Time) *Attempt {
+// Attempt begins, now, the span of the request's attempt number n (1 for
+// the first) to target (the upstream's base URL, whose host:port is addr);
+// retryReason says why the attempt is a retry ("" for the first). It
+// returns nil when r is nil.
+func (r *Request) Attempt(n int, target, addr, retryReason string) *Attempt {
 	if r == nil {
 		return nil
 	}
-	_, span := r.tracer.Start(r.ctx, r.method, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	_, span := r.tracer.Start(r.ctx, r.method, clientKind...)
 	if span.IsRecording() {
 		host, port, _ := net.SplitHostPort(addr)
 		p, _ := strconv.Atoi(port)
@@ -137,19 +161,30 @@ func (r *Request) Attempt(n int, target, addr, retryReason string, start time.Ti
 			span.SetAttributes(semconv.HTTPRequestResendCount(n-1), retryReasonKey.String(retryReason))
 		}
 	}
-	c := carrier{}
-	propagator.Inject(trace.ContextWithSpan(r.ctx, span), &c)
-	return &Attempt{span: span, traceparent: c.traceparent, tracestate: c.tracestate}
+	a := &Attempt{span: span}
+	sc := span.SpanContext()
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b := append(a.traceparent[:0], "00-"...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	b = append(b, '-')
+	hex.AppendEncode(b, []byte{byte(sc.TraceFlags())})
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		a.tracestate = ts.String()
+	}
+	return a
 }
 
 // Headers returns the W3C trace context to send upstream with the
 // attempt, which makes the attempt's span the upstream's parent;
-// tracestate is "" when there is none.
-func (a *Attempt) Headers() (traceparent, tracestate string) {
+// tracestate is "" when there is none. traceparent is a's own: it must
+// not be changed, and is empty when a is nil.
+func (a *Attempt) Headers() (traceparent []byte, tracestate string) {
 	if a == nil {
-		return "", ""
+		return nil, ""
 	}
-	return a.traceparent, a.tracestate
+	return a.traceparent[:], a.tracestate
 }
 
 // End ends the attempt's span at time end (the zero time means now) with
@@ -160,17 +195,19 @@ func (a *Attempt) End(status int, errType string, end time.Time) {
 	if a == nil {
 		return
 	}
-	if a.span.IsRecording() {
-		if status > 0 {
-			a.span.SetAttributes(semconv.HTTPResponseStatusCode(status))
-		}
-		if errType == "" && status >= 400 {
-			errType = strconv.Itoa(status)
-		}
-		if errType != "" {
-			a.span.SetAttributes(semconv.ErrorTypeKey.String(errType))
-			a.span.SetStatus(codes.Error, errType)
-		}
+	if !a.span.IsRecording() {
+		a.span.End()
+		return
+	}
+	if status > 0 {
+		a.span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+	}
+	if errType == "" && status >= 400 {
+		errType = strconv.Itoa(status)
+	}
+	if errType != "" {
+		a.span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		a.span.SetStatus(codes.Error, errType)
 	}
 	a.span.End(trace.WithTimestamp(end))
 }
