@@ -2,8 +2,7 @@ package gateway
 
 import (
 	"errors"
-
-	"github.com/valyala/fasthttp"
+	"net/http"
 )
 
 // smallBody is the largest response body, in bytes, that is read whole:
@@ -43,7 +42,7 @@ func responseBody(head bool, code, cl int) bodyRead {
 // whatever its headers say: it answers a HEAD (head), or is a 204 or a 304
 // (RFC 9110 sections 6.4.1, 15.3.5, 15.4.5).
 func bodiless(head bool, code int) bool {
-	return head || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified
+	return head || code == http.StatusNoContent || code == http.StatusNotModified
 }
 
 // interim reports whether a response head with status code, the n-th of
@@ -53,7 +52,7 @@ func bodiless(head bool, code int) bool {
 // responses.
 func interim(code, n int) (bool, error) {
 	switch {
-	case code == fasthttp.StatusSwitchingProtocols:
+	case code == http.StatusSwitchingProtocols:
 		return false, errUnexpected101
 	case code < 100 || code >= 200:
 		return false, nil
@@ -70,15 +69,3 @@ var errUnexpected101 = errors.New("gateway: unexpected 101 response")
 // errTooManyInterim is the error of a response preceded by more than
 // maxInterim interim responses.
 var errTooManyInterim = errors.New("gateway: too many interim responses")
-
-// answerFor makes resp the answer on the client's connection: without a
-// body for a HEAD (head), and with Connection: close when the connection
-// closes after it (closing).
-func answerFor(resp *fasthttp.Response, head, closing bool) {
-	if closing {
-		resp.SetConnectionClose()
-	}
-	if head {
-		resp.SkipBody = true
-	}
-}

@@ -79,7 +79,9 @@ func (lc *lifecycle) headLimit() time.Duration {
 // attempts. It knows no HTTP library: an engine reports an attempt's
 // outcome as a status code and Retry-After value, or an error. A call is
 // driven by one goroutine at a time (an event loop step by step, the
-// goroutine engine blocking: see exchange.run).
+// goroutine engine blocking: see exchange.run). Each attempt is a value of
+// its own, so that several of one call may be in flight at once, as long
+// as their begin and end calls do not run concurrently.
 type call struct {
 	lc       *lifecycle
 	final    bool           // a failed attempt must not be retried (see attemptError)
@@ -163,8 +165,13 @@ func (c *call) cancelled(err error) {
 // error err (see attemptResult): marked final when the request is (final)
 // and the target may have seen it, which is unless it could not be reached.
 func attemptError(err error, final bool) error {
+	if err == nil || !final {
+		return err
+	}
+	// Declared here: errors.As moves it to the heap, which the success
+	// path need not pay for.
 	var ue *UpstreamError
-	if err == nil || !final || (errors.As(err, &ue) && ue.Connect) {
+	if errors.As(err, &ue) && ue.Connect {
 		return err
 	}
 	return &finalError{err}

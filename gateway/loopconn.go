@@ -144,6 +144,12 @@ func (cc *clientConn) closed() {
 		if up := cc.up; up != nil {
 			up.abandon()
 			cc.upstreamDone(nil, upstreamError(cc.att.t, errClientGone))
+		} else if cc.timer != nil {
+			// The wait before another attempt: it ends now, as on the
+			// goroutine engine, with the last attempt's error.
+			cc.stopTimer()
+			cc.call.cancelled(cc.lastErr)
+			cc.respond(nil, cc.lastErr)
 		}
 	case stateStreaming:
 		cc.state = stateGone
@@ -474,19 +480,13 @@ func (cc *clientConn) retryAfter(delay time.Duration, err error) {
 	cc.timer = cc.rt.life.clock.AfterFunc(delay, func() { l.e.execute(l, func() { cc.resume(gen) }) })
 }
 
-// resume starts the next attempt after the wait that followed attempt gen,
-// or, when the client has gone meanwhile, ends the request with the last
-// attempt's error.
+// resume starts the next attempt after the wait that followed attempt gen
+// (a client that leaves during the wait ends it: see closed).
 func (cc *clientConn) resume(gen uint64) {
 	if cc.gen != gen || cc.state != stateBusy {
 		return
 	}
 	cc.timer = nil
-	if cc.gone {
-		cc.call.cancelled(cc.lastErr)
-		cc.respond(nil, cc.lastErr)
-		return
-	}
 	cc.attempt()
 }
 
@@ -550,6 +550,18 @@ func (cc *clientConn) reply() {
 		}
 	}
 	cc.ready()
+}
+
+// answerFor makes resp the answer on a loop's client connection (reply,
+// streamResponse): without a body for a HEAD (head), and with Connection:
+// close when the connection closes after it (closing).
+func answerFor(resp *fasthttp.Response, head, closing bool) {
+	if closing {
+		resp.SetConnectionClose()
+	}
+	if head {
+		resp.SkipBody = true
+	}
 }
 
 // forward answers the request with the target's response h, whose body is
