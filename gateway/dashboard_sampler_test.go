@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/breaker"
@@ -20,7 +21,7 @@ import (
 // sampledGateway builds (without serving) a gateway of one route "r" with
 // a breaker and a static concurrency limit of 8, on a fake clock, with its
 // metrics on a registry of its own.
-func sampledGateway(t *testing.T) (*Gateway, *clock.Fake, *telemetry.Metrics, *prometheus.Registry) {
+func sampledGateway(t testing.TB) (*Gateway, *clock.Fake, *telemetry.Metrics, *prometheus.Registry) {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(`upstreams: {up: {targets: ["http://127.0.0.1:1"]}}
 routes:
@@ -250,5 +251,31 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkDashboardSample measures one sample of the dashboard's sampler,
+// which runs once a second while someone watches: reading the counters from
+// a registry like sluice serve's (with the Go and process collectors),
+// the status, the frame and its encoding.
+func BenchmarkDashboardSample(b *testing.B) {
+	g, _, m, reg := sampledGateway(b)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rm := m.Route("r")
+	for i := range 1000 {
+		rm.Request(200+i%4*100, []string{"", "rate_limited", "circuit_open", "upstream_status"}[i%4], time.Duration(i)*time.Millisecond)
+	}
+	d := newDashboard(g, reg)
+	prev, _ := readCounters(reg)
+	b.ReportAllocs()
+	for b.Loop() {
+		cur, err := readCounters(reg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(d.frame(rates(prev, cur, 1))); err != nil {
+			b.Fatal(err)
+		}
+		prev = cur
 	}
 }
