@@ -19,14 +19,14 @@ const (
 	// maxTransitions is how many of its last state changes a breaker keeps.
 	maxTransitions = 5
 	// maxTransitionBreakers is how many breakers a log holds: reloads can
-	// name new routes and targets without end, so the breaker whose last
-	// change is the oldest makes room for a new one.
+	// name new routes without end, so the breaker whose last change is the
+	// oldest makes room for a new one.
 	maxTransitionBreakers = 1024
 )
 
-// transitions is the log of the last state changes of every breaker, by
-// breaker name, which the dashboard shows. Breakers record their changes
-// from their OnStateChange callbacks. The zero value is an empty log, safe
+// transitions is the log of the last state changes of the routes'
+// breakers, by breaker name (the route's), which the dashboard shows. The
+// breakers record their changes from their OnStateChange callbacks. The zero value is an empty log, safe
 // for concurrent use.
 type transitions struct {
 	mu     sync.Mutex              // protects byName

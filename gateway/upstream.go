@@ -172,7 +172,6 @@ func newPool(name string, cfg *config.Upstream, g *Gateway) *pool {
 			HalfOpenCalls:       1,
 			OnStateChange: func(n string, from, to breaker.State) {
 				g.metrics.BreakerState(n, int(to), to.String(), true)
-				g.breakerLog.record(n, from, to, g.clock.Now())
 			},
 		})
 		if err == nil {
