@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/tracing/tracingtest"
 )
 
@@ -294,6 +295,76 @@ routes:
 		}
 		if n := len(rcv.Spans()); n != 4 {
 			t.Errorf("%d spans, want 4 (none once tracing is off)", n)
+		}
+	})
+}
+
+// TestTraceOfShedAndCoalesced checks the two decisions that need requests
+// at once: a request the concurrency limit sheds while another holds its
+// slot, and one answered by an identical request's upstream call.
+func TestTraceOfShedAndCoalesced(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		rcv := tracingtest.Start(t)
+		g := newGate(2)
+		t.Cleanup(g.open)
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			g.wait(r)
+			fmt.Fprint(w, "ok")
+		})
+		gw, _ := startObserved(t, parseConfig(t, `
+server: {engine: %s}
+tracing: {endpoint: "%s"}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: limited
+    match: {path_prefix: /limited}
+    upstream: up
+    policies: {concurrency: {max: 1}}
+  - name: co
+    match: {path_prefix: /co}
+    upstream: up
+    policies: {coalesce: true}
+`, engine, rcv.URL, up.URL))
+		c := newClient(t)
+		codes := make(chan int, 3)
+		send := func(id, path string) {
+			r, err := tryDo(c, "GET", gw.URL+path, http.Header{"X-Request-Id": {id}}, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			codes <- r.Code
+		}
+		go send("held", "/limited")
+		go send("leader", "/co")
+		g.awaitArrivals(t, 2) // one request of each route at the upstream
+		go send("joined", "/co")
+		eventually(t, "the second /co request to join the first", func() bool { return gateway.CoalesceShared(gw.Gateway, "co") == 1 })
+		if r := do(t, c, "GET", gw.URL+"/limited", http.Header{"X-Request-Id": {"shed"}}, nil); r.Code != 503 {
+			t.Errorf("a request over the concurrency limit: %d, want 503", r.Code)
+		}
+		g.open()
+		for range 3 {
+			if code := <-codes; code != 200 {
+				t.Errorf("status %d, want 200", code)
+			}
+		}
+		flushTraces(t, gw)
+		// 4 server spans; attempts of held and leader.
+		servers, attempts := spansBy(rcv.WaitFor(t, 6, waitLimit))
+		for _, want := range []struct {
+			id, event, outcome string
+			attempts           int
+		}{
+			{"held", "", "ok", 1},
+			{"shed", "shed", "overloaded", 0},
+			{"leader", "", "ok", 1},
+			{"joined", "coalesced", "ok", 0},
+		} {
+			s := servers[want.id]
+			if events := strings.Join(s.Events, ","); events != want.event || s.Attrs["sluice.outcome"] != want.outcome || len(attempts[s.SpanID]) != want.attempts {
+				t.Errorf("%s: span %+v with %d attempts, want event %q, outcome %s, %d attempts", want.id, s, len(attempts[s.SpanID]), want.event, want.outcome, want.attempts)
+			}
 		}
 	})
 }
