@@ -40,7 +40,8 @@ func NewLogger(c config.Log, w io.Writer) *slog.Logger {
 //     attempts: the number of attempts;
 //   - bytes_in, bytes_out: the sizes of the request and response bodies
 //     (a streamed response's is its Content-Length, -1 when it has none);
-//   - duration: seconds from the request's arrival to its answer, a number;
+//   - duration: the seconds the request took (as the request duration
+//     metric measures it), a number;
 //   - remote: the client connection's address;
 //   - trace_id: the request's trace, when it was sampled (only then).
 //

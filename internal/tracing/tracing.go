@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
 
 // scope is the instrumentation scope of the gateway's spans.
@@ -49,7 +51,8 @@ type Provider struct {
 	log       *slog.Logger
 }
 
-// New starts a provider for c, exporting to c.TracesURL(). Spans of new
+// New starts a provider for c, exporting to c.TracesURL(); an unusable
+// option is an error matching sluice.ErrInvalidOptions. Spans of new
 // traces are sampled with probability c.Sample; a request with a W3C
 // traceparent follows its parent's sampled flag. version is the
 // service.version resource attribute. Ended spans wait in a queue of
@@ -58,6 +61,9 @@ type Provider struct {
 // collector does not take within 10 seconds is dropped and logged to log
 // (nil: slog.Default()) at warn level. New does not contact the collector.
 func New(c config.Tracing, version string, log *slog.Logger) (*Provider, error) {
+	if err := check(c); err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.Default()
 	}
@@ -85,6 +91,23 @@ func New(c config.Tracing, version string, log *slog.Logger) (*Provider, error) 
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.Sample))),
 	)
 	return &Provider{tp: tp, tracer: tp.Tracer(scope, trace.WithInstrumentationVersion(version)), cfg: c, transport: tr, log: log}, nil
+}
+
+// check reports every unusable option of c, each matching
+// sluice.ErrInvalidOptions (config.Parse refuses them first, with their
+// YAML paths).
+func check(c config.Tracing) error {
+	ps := invalid.Problems{Prefix: "tracing"}
+	if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		ps.Addf("Endpoint %q is not an http or https URL with a host", c.Endpoint)
+	}
+	if c.Sample < 0 || c.Sample > 1 || c.Sample != c.Sample {
+		ps.Addf("Sample %v is not a fraction in [0, 1]", c.Sample)
+	}
+	if c.ServiceName == "" {
+		ps.Addf("ServiceName is empty")
+	}
+	return ps.Err()
 }
 
 // Config returns the configuration p was built from.

@@ -3,6 +3,7 @@ package tracing_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/tracing/tracingtest"
@@ -249,5 +251,17 @@ func TestExportFailureLogged(t *testing.T) {
 	}
 	if got := buf.String(); strings.Count(got, "exporting spans") != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, endpoint+"/v1/traces") {
 		t.Errorf("log %q, want one warning naming the collector %s/v1/traces", got, endpoint)
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	_, err := tracing.New(config.Tracing{Endpoint: "grpc://c:4317", Sample: 2}, "devel", nil)
+	if !errors.Is(err, sluice.ErrInvalidOptions) {
+		t.Fatalf("err = %v, want sluice.ErrInvalidOptions", err)
+	}
+	for _, want := range []string{`tracing: Endpoint "grpc://c:4317" is not an http or https URL with a host`, "tracing: Sample 2 is not a fraction in [0, 1]", "tracing: ServiceName is empty"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to name: %s", err, want)
+		}
 	}
 }
