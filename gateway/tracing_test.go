@@ -368,3 +368,26 @@ routes:
 		}
 	})
 }
+
+// TestTracingShutdownFlushes checks that the spans of the last requests
+// reach the collector when the gateway shuts down, without waiting for
+// the next batch.
+func TestTracingShutdownFlushes(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		rcv := tracingtest.Start(t)
+		up := startUpstream(t, "up", nil)
+		gw, _ := startObserved(t, parseConfig(t, `
+server: {engine: %s}
+tracing: {endpoint: "%s"}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: api, upstream: up}
+`, engine, rcv.URL, up.URL))
+		get(t, newClient(t), gw.URL+"/")
+		gw.stop(t)
+		if spans := rcv.Spans(); len(spans) != 2 {
+			t.Errorf("%d spans after shutdown, want 2 (the request's and its attempt's)", len(spans))
+		}
+	})
+}
