@@ -36,7 +36,9 @@ type Request struct {
 	ctx    context.Context // holds span, the parent of attempts
 	span   trace.Span
 	tracer trace.Tracer
-	method string
+	method string // the request's method
+	known  bool   // method is a standard one (see methodAttr)
+	name   string // the spans' name: the method, or HTTP when not known
 }
 
 // Prebuilt span options, which would allocate on every call.
@@ -56,29 +58,46 @@ func (p *Provider) Start(in Incoming) *Request {
 	if len(in.Traceparent) > 0 {
 		ctx = propagator.Extract(ctx, &carrier{traceparent: string(in.Traceparent), tracestate: string(in.Tracestate)})
 	}
-	method := methodName(in.Method)
-	ctx, span := p.tracer.Start(ctx, method, serverKind...)
+	method, known := methodName(in.Method)
+	name := method
+	if !known {
+		name = "HTTP" // as the HTTP semantic conventions name such spans
+	}
+	ctx, span := p.tracer.Start(ctx, name, serverKind...)
 	if span.IsRecording() {
+		if !known {
+			span.SetAttributes(semconv.HTTPRequestMethodOriginal(method))
+		}
 		span.SetAttributes(
-			semconv.HTTPRequestMethodKey.String(method),
+			semconv.HTTPRequestMethodKey.String(methodAttr(method, known)),
 			semconv.URLScheme(in.Scheme),
 			semconv.URLPath(string(in.Path)),
 			semconv.ClientAddress(in.Client.String()),
 			requestIDKey.String(string(in.RequestID)),
 		)
 	}
-	return &Request{ctx: ctx, span: span, tracer: p.tracer, method: method}
+	return &Request{ctx: ctx, span: span, tracer: p.tracer, method: method, name: name, known: known}
 }
 
-// methodName returns method as a string, without allocating for the
-// methods of RFC 9110.
-func methodName(method []byte) string {
+// methodName returns method as a string, and whether it is one of the
+// methods of RFC 9110 and RFC 5789 (PATCH), for which it does not allocate.
+func methodName(method []byte) (string, bool) {
 	for _, m := range [...]string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE"} {
 		if string(method) == m {
-			return m
+			return m, true
 		}
 	}
-	return string(method)
+	return string(method), false
+}
+
+// methodAttr is the http.request.method of a request: its method when
+// known, else "_OTHER", as the HTTP semantic conventions ask (the method
+// itself is then http.request.method_original).
+func methodAttr(method string, known bool) string {
+	if known {
+		return method
+	}
+	return "_OTHER"
 }
 
 // Sampled reports whether the request's trace is recorded and exported.
@@ -119,7 +138,7 @@ func (r *Request) End(route string, status int, outcome string, end time.Time) {
 		return
 	}
 	if route != "" {
-		r.span.SetName(r.method + " " + route)
+		r.span.SetName(r.name + " " + route)
 		r.span.SetAttributes(routeKey.String(route))
 	}
 	r.span.SetAttributes(semconv.HTTPResponseStatusCode(status), outcomeKey.String(outcome))
@@ -146,12 +165,12 @@ func (r *Request) Attempt(n int, target, addr, retryReason string) *Attempt {
 	if r == nil {
 		return nil
 	}
-	_, span := r.tracer.Start(r.ctx, r.method, clientKind...)
+	_, span := r.tracer.Start(r.ctx, r.name, clientKind...)
 	if span.IsRecording() {
 		host, port, _ := net.SplitHostPort(addr)
 		p, _ := strconv.Atoi(port)
 		span.SetAttributes(
-			semconv.HTTPRequestMethodKey.String(r.method),
+			semconv.HTTPRequestMethodKey.String(methodAttr(r.method, r.known)),
 			semconv.ServerAddress(host),
 			semconv.ServerPort(p),
 			targetKey.String(target),

@@ -265,3 +265,17 @@ func TestInvalidOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownMethod checks the HTTP semantic conventions for a method
+// outside RFC 9110: http.request.method is _OTHER, the method itself
+// http.request.method_original.
+func TestUnknownMethod(t *testing.T) {
+	rcv := tracingtest.Start(t)
+	p := newProvider(t, rcv.URL, 1)
+	p.Start(tracing.Incoming{Method: []byte("PURGE")}).End("", 404, "no_route", time.Time{})
+	flush(t, p)
+	s := rcv.WaitFor(t, 1, 10*time.Second)[0]
+	if s.Name != "HTTP" || s.Attrs["http.request.method"] != "_OTHER" || s.Attrs["http.request.method_original"] != "PURGE" {
+		t.Errorf("span %+v, want the name HTTP, method _OTHER, original PURGE", s)
+	}
+}
