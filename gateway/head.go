@@ -85,7 +85,7 @@ func parseRequest(b []byte, h *reqHead) bool {
 			return once(8)
 		case equalName(name, "X-Request-Id"):
 			h.requestID = value
-			return once(16)
+			return once(64)
 		case equalName(name, "Idempotency-Key"):
 			h.idemKey = true
 		case equalName(name, "Transfer-Encoding"), equalName(name, "Expect"), equalName(name, "Upgrade"):
