@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -103,4 +104,19 @@ routes:
 			})
 		}
 	})
+}
+
+// TestLogFieldsDocumented checks that docs/tracing.md names every field of
+// the request log line (trace_id, which only sampled requests carry,
+// included).
+func TestLogFieldsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/tracing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range append(requestLogKeys[3:], "trace_id") { // time, level and msg are slog's own
+		if !strings.Contains(string(doc), "`"+k+"`") {
+			t.Errorf("docs/tracing.md does not name the log field %s", k)
+		}
+	}
 }
