@@ -114,7 +114,7 @@ func TestLogFieldsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range append(requestLogKeys[3:], "trace_id") { // time, level and msg are slog's own
+	for _, k := range slices.Concat(requestLogKeys[3:], []string{"trace_id"}) { // time, level and msg are slog's own
 		if !strings.Contains(string(doc), "`"+k+"`") {
 			t.Errorf("docs/tracing.md does not name the log field %s", k)
 		}
