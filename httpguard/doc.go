@@ -9,9 +9,13 @@
 // ErrNotReplayable and nothing is written twice.
 //
 // Transport guards a client's round trips. There every policy applies,
-// retries included: request bodies are replayed, responses that a later
-// attempt supersedes are drained and closed, and a response the guard counts
-// as a failure (5xx by default) still reaches the caller as a response.
+// retries included, for the requests that may be sent twice (Idempotent: an
+// idempotent method or an Idempotency-Key header, with a body that can be
+// replayed); a POST that reached the upstream is never sent again.
+// Responses that a later attempt supersedes are drained and closed, and a
+// response the guard counts as a failure (5xx by default) still reaches the
+// caller as a response. NotRetryable, as a retry policy's AbortIf, returns
+// the attempts that may not be repeated without a backoff wait.
 //
 // WriteError and StatusFor map the guard's errors to HTTP: a rate limit to
 // 429, an open circuit or overload to 503, a timeout to 504 and an

@@ -22,7 +22,8 @@ var errHandlerRan = fmt.Errorf("%w: the handler already ran", ErrNotReplayable)
 // with an error matching ErrNotReplayable, and nothing is written twice.
 //
 // Each attempt is classified (only Success and Failure feed breakers and
-// latency samples):
+// latency samples; the error of an attempt that ran the handler matches
+// NotRetryable):
 //
 //   - the attempt's context was cancelled (the client went away), or its
 //     deadline expired before the handler committed a response: the
@@ -98,14 +99,14 @@ func (h *guardedHandler) outcome(ctx context.Context, rw *responseWriter) sluice
 		// The handler's own result is what it wrote; the context says
 		// whether it could finish. A response already committed before a
 		// deadline counts by its status.
-		return sluice.Outcome{Class: h.g.Classify(ctx, err), Err: err}
+		return sluice.Outcome{Class: h.g.Classify(ctx, err), Err: final(err)}
 	}
 	status := rw.status
 	if !rw.committed {
 		status = http.StatusOK
 	}
 	if h.s.isFailure(status) {
-		return sluice.Outcome{Class: sluice.Failure, Err: newStatusError(nil, status, rw.w.Header(), h.s.clock.Now())}
+		return sluice.Outcome{Class: sluice.Failure, Err: final(newStatusError(nil, status, rw.w.Header(), h.s.clock.Now()))}
 	}
 	return sluice.Outcome{Class: sluice.Success}
 }

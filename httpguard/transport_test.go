@@ -152,20 +152,20 @@ func TestTransportReplaysBody(t *testing.T) {
 		want string // the body the upstream must see
 	}{
 		{"GetBody", func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(payload))
+			req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(payload))
 			return req
 		}, payload},
 		{"buffered, known length", func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodPost, url, io.NopCloser(strings.NewReader(payload)))
+			req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(strings.NewReader(payload)))
 			req.ContentLength = int64(len(payload))
 			return req
 		}, payload},
 		{"buffered, unknown length", func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodPost, url, io.NopCloser(oneByOne{strings.NewReader(payload)}))
+			req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(oneByOne{strings.NewReader(payload)}))
 			return req
 		}, payload},
 		{"buffered, empty", func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodPost, url, io.NopCloser(strings.NewReader("")))
+			req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(strings.NewReader("")))
 			return req
 		}, ""},
 		{"no body", func(url string) *http.Request {
@@ -325,7 +325,7 @@ func TestTransportGetBodyFails(t *testing.T) {
 	up := newUpstream(t, 503)
 	rec := newRecorder()
 	c := client(t, sluice.New(retry{max: 3}, rec), httpguard.Options{}, nil)
-	req, _ := http.NewRequest(http.MethodPost, up.URL, strings.NewReader("payload"))
+	req, _ := http.NewRequest(http.MethodPut, up.URL, strings.NewReader("payload"))
 	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
 	resp, err := c.Do(req)
 	if err != nil {

@@ -1,0 +1,156 @@
+package httpguard_test
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http/httptest"
+	"time"
+
+	"github.com/sluicehq/sluice/clock"
+	sretry "github.com/sluicehq/sluice/retry"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/httpguard"
+)
+
+// A request is sent more than once only when it may be (RFC 9110, section
+// 9.2.2: an idempotent method, or an Idempotency-Key header): a POST that
+// reached the upstream is never sent again, and its caller gets the
+// upstream's answer.
+func TestTransportRetriesOnlyIdempotentRequests(t *testing.T) {
+	tests := []struct {
+		method string
+		key    string // Idempotency-Key; "" for none
+		body   string
+		sends  int // requests the upstream must get
+	}{
+		{"GET", "", "", 3},
+		{"HEAD", "", "", 3},
+		{"OPTIONS", "", "", 3},
+		{"PUT", "", "payload", 3},
+		{"DELETE", "", "", 3},
+		{"TRACE", "", "", 3},
+		{"POST", "", "payload", 1},
+		{"POST", "", "", 1},
+		{"PATCH", "", "payload", 1},
+		{"POST", "order-17", "payload", 3},
+		{"PATCH", "order-17", "payload", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" key="+tt.key, func(t *testing.T) {
+			up := newUpstream(t, 503)
+			rec := newRecorder()
+			c := client(t, sluice.New(retry{max: 3}, rec), httpguard.Options{}, nil)
+			req, _ := http.NewRequest(tt.method, up.URL, strings.NewReader(tt.body))
+			if tt.key != "" {
+				req.Header.Set("Idempotency-Key", tt.key)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if resp.StatusCode != 503 {
+				t.Errorf("status %d, want the upstream's 503", resp.StatusCode)
+			}
+			if got := len(up.received()); got != tt.sends {
+				t.Errorf("upstream got %d requests, want %d", got, tt.sends)
+			}
+			for i, b := range up.received() {
+				if b != tt.body {
+					t.Errorf("attempt %d sent %q, want %q", i+1, b, tt.body)
+				}
+			}
+		})
+	}
+}
+
+// A POST that never reached the upstream (no connection could be made) may
+// be sent again: nothing was sent.
+func TestTransportRetriesPostNeverSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	rec := newRecorder()
+	c := client(t, sluice.New(retry{max: 3}, rec), httpguard.Options{}, nil)
+	resp, err := c.Post("http://"+addr, "text/plain", strings.NewReader("payload"))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("no error from an unreachable upstream")
+	}
+	if got := rec.classes(); !equalClasses(got, []sluice.Class{sluice.Failure, sluice.Failure, sluice.Failure}) {
+		t.Errorf("classes = %v, want three attempts that failed to connect", got)
+	}
+}
+
+// With sluice's retry policy and NotRetryable as its AbortIf, a POST's
+// failure is returned at once (no retry started, no budget spent), while a
+// GET is retried.
+func TestTransportNotRetryableAbortsRetry(t *testing.T) {
+	for _, tt := range []struct {
+		method  string
+		body    io.Reader
+		retries uint64
+		sends   int
+	}{
+		{"POST", strings.NewReader("x"), 0, 1},
+		{"GET", nil, 2, 3},
+	} {
+		t.Run(tt.method, func(t *testing.T) {
+			up := newUpstream(t, 503)
+			rt, err := sretry.New(sretry.Options{
+				MaxAttempts: 3, Backoff: sretry.Constant(0), AbortIf: httpguard.NotRetryable,
+				Clock: clock.NewFake(time.Time{}), NoBudget: true,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := client(t, sluice.New(rt), httpguard.Options{}, nil)
+			req, _ := http.NewRequest(tt.method, up.URL, tt.body)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if resp.StatusCode != 503 {
+				t.Errorf("status %d, want 503", resp.StatusCode)
+			}
+			if got := rt.Stats().Retries; got != tt.retries {
+				t.Errorf("%d retries, want %d", got, tt.retries)
+			}
+			if got := len(up.received()); got != tt.sends {
+				t.Errorf("upstream got %d requests, want %d", got, tt.sends)
+			}
+		})
+	}
+}
+
+// A handler that ran is never run again, and its attempt says so.
+func TestMiddlewareAttemptIsNotRetryable(t *testing.T) {
+	rec := newRecorder()
+	h := httpguard.Middleware(sluice.New(rec), httpguard.Options{})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	o := rec.outcome(0)
+	if o.Class != sluice.Failure || !httpguard.NotRetryable(sluice.Result{Outcome: o}) {
+		t.Errorf("outcome %v %v: want a Failure that NotRetryable matches", o.Class, o.Err)
+	}
+	var se *httpguard.StatusError
+	if !errors.As(o.Err, &se) || se.StatusCode != 503 {
+		t.Errorf("outcome error %v does not carry the 503", o.Err)
+	}
+}
