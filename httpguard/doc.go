@@ -4,7 +4,10 @@
 // Middleware guards a server's handlers. The handler writes straight to the
 // client, so a response cannot be taken back: the middleware is meant for
 // admission policies (rate limit, circuit breaker, concurrency limit) and a
-// timeout. A handler runs at most once per request; if a retry or hedge
+// timeout. Options.Key keys each request for the guard's rate limits, as the
+// gateway keys a route's: ByClientIP (behind trusted proxies, the right-most
+// untrusted X-Forwarded-For address), ByHeader, ByPattern. A handler runs at
+// most once per request; if a retry or hedge
 // policy asks for another attempt after it ran, that attempt is Dropped with
 // ErrNotReplayable and nothing is written twice.
 //

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // errHandlerRan is the error of an attempt refused because the handler
@@ -48,6 +49,9 @@ var errHandlerRan = fmt.Errorf("%w: the handler already ran", ErrNotReplayable)
 // io.ReaderFrom working and unwraps for http.ResponseController. Its request
 // carries the attempt's context, from which AddHeaders reaches the response.
 //
+// Options.Key, when set, keys each request for the guard's rate limits
+// (for example ByClientIP, one limit per client).
+//
 // A nil g returns handlers unchanged. The middleware is safe for concurrent
 // use.
 func Middleware(g *sluice.Guard, opts Options) func(http.Handler) http.Handler {
@@ -69,6 +73,9 @@ type guardedHandler struct {
 func (h *guardedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{w: w}
 	ctx := context.WithValue(r.Context(), hooksKey{}, rw)
+	if h.s.key != nil {
+		ctx = ratelimit.WithKey(ctx, h.s.key(r))
+	}
 	res := h.g.Run(ctx, func(ctx context.Context) sluice.Result { return h.attempt(ctx, rw, r) })
 	rw.finish()
 	if rw.committed {

@@ -15,6 +15,15 @@ const DefaultMaxReplayBody = 1 << 20
 // use; every field documents its default. Every value is usable, so
 // Middleware and Transport return no error.
 type Options struct {
+	// Key, if set, gives each request's rate-limit key, which Middleware
+	// puts in the request's context with ratelimit.WithKey before the guard
+	// runs, so that a ratelimit.Limiter in the guard limits each key on its
+	// own (see ByClientIP, ByHeader and ByPattern). It must be safe for
+	// concurrent use. Nil sets no key: a limiter uses its own Options.Key.
+	// Transport ignores it (a client's own key is its context's: use
+	// ratelimit.WithKey on the request's context).
+	Key func(*http.Request) string
+
 	// IsFailure reports whether a response with the given status code counts
 	// as a failure against the downstream (breakers count it, retries may
 	// retry it). It must be safe for concurrent use. Nil means status >= 500.
@@ -40,6 +49,7 @@ type Options struct {
 
 // settings is Options with the defaults filled in.
 type settings struct {
+	key          func(*http.Request) string
 	isFailure    func(status int) bool
 	maxReplay    int64
 	errorHandler func(w http.ResponseWriter, r *http.Request, err error)
@@ -48,6 +58,7 @@ type settings struct {
 
 func (o Options) settings() settings {
 	s := settings{
+		key:          o.Key,
 		isFailure:    o.IsFailure,
 		maxReplay:    o.MaxReplayBody,
 		errorHandler: o.ErrorHandler,
