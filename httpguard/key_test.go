@@ -1,6 +1,7 @@
 package httpguard_test
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -205,6 +206,37 @@ func TestMiddlewareRateLimitAnswer(t *testing.T) {
 	for k, v := range want {
 		if got := resp.Header.Get(k); got != v {
 			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+}
+
+// clientFrom returns a client whose connections leave from the loopback
+// address ip.
+func clientFrom(t *testing.T, ip string) *http.Client {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// Without a Key, each client address has its own limit, as the gateway's
+// default key: ip.
+func TestMiddlewareDefaultKeyIsClientIP(t *testing.T) {
+	srv := keyedServer(t, nil)
+	for i, s := range []struct {
+		from string
+		code int
+	}{
+		{"127.0.0.1", 200}, {"127.0.0.1", 429}, {"127.0.0.2", 200}, {"127.0.0.2", 429},
+	} {
+		resp, err := clientFrom(t, s.from).Get(srv.URL)
+		if err != nil {
+			t.Skipf("cannot send from %s: %v", s.from, err)
+		}
+		readAll(t, resp)
+		if resp.StatusCode != s.code {
+			t.Errorf("step %d from %s: status %d, want %d", i, s.from, resp.StatusCode, s.code)
 		}
 	}
 }

@@ -49,8 +49,8 @@ var errHandlerRan = fmt.Errorf("%w: the handler already ran", ErrNotReplayable)
 // io.ReaderFrom working and unwraps for http.ResponseController. Its request
 // carries the attempt's context, from which AddHeaders reaches the response.
 //
-// Options.Key, when set, keys each request for the guard's rate limits
-// (for example ByClientIP, one limit per client).
+// Options.Key keys each request for the guard's rate limits: by default
+// ByClientIP(), one limit per client address, as in the gateway.
 //
 // A nil g returns handlers unchanged. The middleware is safe for concurrent
 // use.
@@ -72,10 +72,7 @@ type guardedHandler struct {
 
 func (h *guardedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{w: w}
-	ctx := context.WithValue(r.Context(), hooksKey{}, rw)
-	if h.s.key != nil {
-		ctx = ratelimit.WithKey(ctx, h.s.key(r))
-	}
+	ctx := ratelimit.WithKey(context.WithValue(r.Context(), hooksKey{}, rw), h.s.key(r))
 	res := h.g.Run(ctx, func(ctx context.Context) sluice.Result { return h.attempt(ctx, rw, r) })
 	rw.finish()
 	if rw.committed {

@@ -15,13 +15,14 @@ const DefaultMaxReplayBody = 1 << 20
 // use; every field documents its default. Every value is usable, so
 // Middleware and Transport return no error.
 type Options struct {
-	// Key, if set, gives each request's rate-limit key, which Middleware
-	// puts in the request's context with ratelimit.WithKey before the guard
-	// runs, so that a ratelimit.Limiter in the guard limits each key on its
-	// own (see ByClientIP, ByHeader and ByPattern). It must be safe for
-	// concurrent use. Nil sets no key: a limiter uses its own Options.Key.
-	// Transport ignores it (a client's own key is its context's: use
-	// ratelimit.WithKey on the request's context).
+	// Key gives each request's rate-limit key, which Middleware puts in the
+	// request's context with ratelimit.WithKey before the guard runs, so
+	// that a ratelimit.Limiter in the guard limits each key on its own (see
+	// ByClientIP, ByHeader and ByPattern). It must be safe for concurrent
+	// use. Nil means ByClientIP() with no trusted proxy: one limit per peer
+	// address, as the gateway's default `key: ip`; to share one limit
+	// among all requests, return a constant. Transport ignores it (a
+	// client's key is its request context's: see ratelimit.WithKey).
 	Key func(*http.Request) string
 
 	// IsFailure reports whether a response with the given status code counts
@@ -63,6 +64,9 @@ func (o Options) settings() settings {
 		maxReplay:    o.MaxReplayBody,
 		errorHandler: o.ErrorHandler,
 		clock:        clock.Or(o.Clock),
+	}
+	if s.key == nil {
+		s.key = ByClientIP()
 	}
 	if s.isFailure == nil {
 		s.isFailure = defaultIsFailure
