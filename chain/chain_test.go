@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/concurrency"
+	"github.com/sluicehq/sluice/concurrency/limit"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/hedge"
 	"github.com/sluicehq/sluice/ratelimit"
@@ -114,5 +115,21 @@ func TestGuardEmptyAndClassifier(t *testing.T) {
 	}
 	if c := g.Classify(context.Background(), errors.New("boom")); c != sluice.Ignored {
 		t.Errorf("Classify = %v, want the classifier's Ignored", c)
+	}
+}
+
+// Adaptive without an Algorithm gets sluice's default one, starting at the
+// gateway's default limit.
+func TestAdaptiveDefaultAlgorithm(t *testing.T) {
+	g, err := chain.New().Adaptive(concurrency.LimiterOptions{}).Guard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := g.Policies()[0].(*concurrency.Limiter)
+	if !ok {
+		t.Fatalf("policy %T, want *concurrency.Limiter", g.Policies()[0])
+	}
+	if got := l.Limit(); got != limit.DefaultInitialLimit {
+		t.Errorf("limit %d, want limit.DefaultInitialLimit %d", got, limit.DefaultInitialLimit)
 	}
 }
