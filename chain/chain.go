@@ -14,6 +14,12 @@
 //		Bulkhead(concurrency.BulkheadOptions{MaxConcurrent: 32}).
 //		Timeout(timeout.Options{Timeout: 2 * time.Second}).
 //		Guard()
+//	if err != nil {
+//		return err // every unusable option of every policy, each matching sluice.ErrInvalidOptions
+//	}
+//	answer, err := sluice.Do(ctx, g, func(ctx context.Context) (string, error) {
+//		return client.Infer(ctx, prompt)
+//	})
 //
 // The policies take their places in sluice's recommended order, whatever
 // the order of the calls, outermost first:

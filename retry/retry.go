@@ -6,7 +6,10 @@
 // and outside the timeout so that the timeout bounds one attempt:
 //
 //	p, err := retry.New(retry.Options{MaxAttempts: 3})
-//	g := sluice.New(limiter, p, breaker, bulkhead, perAttemptTimeout)
+//	if err != nil {
+//		log.Fatal(err) // names every unusable option
+//	}
+//	g := sluice.New(limiter, p, br, bulkhead, perAttemptTimeout)
 //
 // What is retried: by default a Failure, and a Dropped result (a rejection
 // by a policy inside the retry, such as an open breaker or a full
