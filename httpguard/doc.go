@@ -18,7 +18,9 @@
 // Responses that a later attempt supersedes are drained and closed, and a
 // response the guard counts as a failure (5xx by default) still reaches the
 // caller as a response. NotRetryable, as a retry policy's AbortIf, returns
-// the attempts that may not be repeated without a backoff wait.
+// the attempts that may not be repeated without a backoff wait; RetryIf, as
+// its RetryIf, also retries only what the gateway retries by default
+// (failures to connect, 502, 503, 504).
 //
 // WriteError and StatusFor map the guard's errors to HTTP: a rate limit to
 // 429, an open circuit or overload to 503, a timeout to 504 and an
@@ -27,5 +29,6 @@
 //
 // Rate limiters report their decisions as RateLimit-Policy and RateLimit
 // headers through HeaderSetter and RateLimitReporter (on a rejection) or
-// AddHeaders (on an admitted request).
+// AddHeaders (on an admitted request); Middleware does it for a
+// ratelimit.Limiter in its guard, on every answer, as the gateway does.
 package httpguard

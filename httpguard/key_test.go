@@ -240,3 +240,41 @@ func TestMiddlewareDefaultKeyIsClientIP(t *testing.T) {
 		}
 	}
 }
+
+// Admitted requests carry the limiter's RateLimit headers too, as the
+// gateway's answers do (see the gateway's TestRateLimit): one line each,
+// the quota counting down.
+func TestMiddlewareRateLimitHeadersOnAdmitted(t *testing.T) {
+	lim, err := ratelimit.New(ratelimit.Options{
+		Name:  "rl",
+		Limit: ratelimit.Limit{Algorithm: ratelimit.FixedWindow, Limit: 3, Period: time.Minute},
+		Clock: clock.NewFake(time.Time{}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpguard.Middleware(sluice.New(lim), httpguard.Options{})(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })))
+	defer srv.Close()
+	for i, want := range []struct {
+		code      int
+		rateLimit string
+	}{
+		{200, `"rl";r=2;t=60`}, {200, `"rl";r=1;t=60`}, {200, `"rl";r=0;t=60`}, {429, `"rl";r=0;t=60`},
+	} {
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if resp.StatusCode != want.code {
+			t.Errorf("request %d: status %d, want %d", i, resp.StatusCode, want.code)
+		}
+		if got := resp.Header.Values("RateLimit-Policy"); len(got) != 1 || got[0] != `"rl";q=3;w=60` {
+			t.Errorf("request %d: RateLimit-Policy %q", i, got)
+		}
+		if got := resp.Header.Values("RateLimit"); len(got) != 1 || got[0] != want.rateLimit {
+			t.Errorf("request %d: RateLimit %q, want %q", i, got, want.rateLimit)
+		}
+	}
+}

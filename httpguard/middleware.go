@@ -45,6 +45,10 @@ var errHandlerRan = fmt.Errorf("%w: the handler already ran", ErrNotReplayable)
 // returns: the handler must honour its request's context, which the policy
 // cancels.
 //
+// A ratelimit.Limiter in g that admits the request reports its quota in
+// the response's RateLimit-Policy and RateLimit headers, as the gateway
+// does on every answer (and WriteError on a rejection).
+//
 // The handler's ResponseWriter keeps http.Flusher, http.Hijacker and
 // io.ReaderFrom working and unwraps for http.ResponseController. Its request
 // carries the attempt's context, from which AddHeaders reaches the response.
@@ -72,7 +76,7 @@ type guardedHandler struct {
 
 func (h *guardedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{w: w}
-	ctx := ratelimit.WithKey(context.WithValue(r.Context(), hooksKey{}, rw), h.s.key(r))
+	ctx := ratelimit.WithKeyReport(context.WithValue(r.Context(), hooksKey{}, rw), h.s.key(r), rw.reportRateLimit)
 	res := h.g.Run(ctx, func(ctx context.Context) sluice.Result { return h.attempt(ctx, rw, r) })
 	rw.finish()
 	if rw.committed {
