@@ -2,6 +2,7 @@ package httpguard_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http/httptest"
@@ -153,4 +154,56 @@ func TestMiddlewareAttemptIsNotRetryable(t *testing.T) {
 	if !errors.As(o.Err, &se) || se.StatusCode != 503 {
 		t.Errorf("outcome error %v does not carry the 503", o.Err)
 	}
+}
+
+// RetryIf retries what the gateway retries by default: a failure to
+// connect, 502, 503 and 504; not a 500 or a 429, and never a POST that was
+// sent.
+func TestTransportRetryIfAsGateway(t *testing.T) {
+	for _, tt := range []struct {
+		method string
+		status int
+		sends  int
+	}{
+		{"GET", 500, 1}, {"GET", 429, 1}, {"GET", 502, 3}, {"GET", 503, 3}, {"GET", 504, 3}, {"POST", 503, 1},
+	} {
+		t.Run(fmt.Sprint(tt.method, tt.status), func(t *testing.T) {
+			up := newUpstream(t, tt.status)
+			rt, err := sretry.New(sretry.Options{Backoff: sretry.Constant(0), RetryIf: httpguard.RetryIf, NoBudget: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := client(t, sluice.New(rt), httpguard.Options{}, nil)
+			req, _ := http.NewRequest(tt.method, up.URL, nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if got := len(up.received()); got != tt.sends || resp.StatusCode != tt.status {
+				t.Errorf("upstream got %d requests (answer %d), want %d (%d)", got, resp.StatusCode, tt.sends, tt.status)
+			}
+		})
+	}
+	t.Run("unreachable", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		rec := newRecorder()
+		rt, err := sretry.New(sretry.Options{Backoff: sretry.Constant(0), RetryIf: httpguard.RetryIf, NoBudget: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client(t, sluice.New(rt, rec), httpguard.Options{}, nil)
+		if resp, err := c.Post("http://"+addr, "text/plain", strings.NewReader("x")); err == nil {
+			resp.Body.Close()
+			t.Fatal("no error")
+		}
+		if n := len(rec.classes()); n != 3 {
+			t.Errorf("%d attempts, want 3", n)
+		}
+	})
 }

@@ -36,6 +36,32 @@ func NotRetryable(r sluice.Result) bool {
 	return errors.As(r.Err, &fe) || errors.Is(r.Err, ErrNotReplayable)
 }
 
+// RetryIf is a retry.Options.RetryIf for the guard of a Transport that
+// retries what the gateway retries by default (retry.on: connect_error,
+// 502, 503, 504): an attempt that could not connect, a response of 502,
+// 503 or 504, and a rejection by a policy inside the retry that says when
+// to come back (as retry.DefaultRetryIf). It never retries an attempt that
+// NotRetryable matches, nor another failure: a 500 (a bug is not
+// transient), a timeout, a connection broken after the request went out.
+func RetryIf(r sluice.Result) bool {
+	switch {
+	case r.Class == sluice.Ignored, r.Err == nil, NotRetryable(r):
+		return false
+	case r.Class == sluice.Dropped:
+		_, ok := sluice.RetryAfter(r.Err)
+		return ok
+	}
+	var se *StatusError
+	if errors.As(r.Err, &se) {
+		switch se.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	return neverSent(r.Err)
+}
+
 // finalError marks the error of an attempt that may not be made again
 // (see NotRetryable). It reads as the error it wraps.
 type finalError struct{ err error }
