@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/clock"
-	sretry "github.com/sluicehq/sluice/retry"
+	"github.com/sluicehq/sluice/retry"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,7 +45,7 @@ func TestTransportRetriesOnlyIdempotentRequests(t *testing.T) {
 		t.Run(tt.method+" key="+tt.key, func(t *testing.T) {
 			up := newUpstream(t, 503)
 			rec := newRecorder()
-			c := client(t, sluice.New(retry{max: 3}, rec), httpguard.Options{}, nil)
+			c := client(t, sluice.New(retryFailures{max: 3}, rec), httpguard.Options{}, nil)
 			req, _ := http.NewRequest(tt.method, up.URL, strings.NewReader(tt.body))
 			if tt.key != "" {
 				req.Header.Set("Idempotency-Key", tt.key)
@@ -80,7 +80,7 @@ func TestTransportRetriesPostNeverSent(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	rec := newRecorder()
-	c := client(t, sluice.New(retry{max: 3}, rec), httpguard.Options{}, nil)
+	c := client(t, sluice.New(retryFailures{max: 3}, rec), httpguard.Options{}, nil)
 	resp, err := c.Post("http://"+addr, "text/plain", strings.NewReader("payload"))
 	if err == nil {
 		resp.Body.Close()
@@ -106,8 +106,8 @@ func TestTransportNotRetryableAbortsRetry(t *testing.T) {
 	} {
 		t.Run(tt.method, func(t *testing.T) {
 			up := newUpstream(t, 503)
-			rt, err := sretry.New(sretry.Options{
-				MaxAttempts: 3, Backoff: sretry.Constant(0), AbortIf: httpguard.NotRetryable,
+			rt, err := retry.New(retry.Options{
+				MaxAttempts: 3, Backoff: retry.Constant(0), AbortIf: httpguard.NotRetryable,
 				Clock: clock.NewFake(time.Time{}), NoBudget: true,
 			})
 			if err != nil {
@@ -169,7 +169,7 @@ func TestTransportRetryIfAsGateway(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tt.method, tt.status), func(t *testing.T) {
 			up := newUpstream(t, tt.status)
-			rt, err := sretry.New(sretry.Options{Backoff: sretry.Constant(0), RetryIf: httpguard.RetryIf, NoBudget: true})
+			rt, err := retry.New(retry.Options{Backoff: retry.Constant(0), RetryIf: httpguard.RetryIf, NoBudget: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +193,7 @@ func TestTransportRetryIfAsGateway(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		rec := newRecorder()
-		rt, err := sretry.New(sretry.Options{Backoff: sretry.Constant(0), RetryIf: httpguard.RetryIf, NoBudget: true})
+		rt, err := retry.New(retry.Options{Backoff: retry.Constant(0), RetryIf: httpguard.RetryIf, NoBudget: true})
 		if err != nil {
 			t.Fatal(err)
 		}
