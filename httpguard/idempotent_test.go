@@ -1,6 +1,7 @@
 package httpguard_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"github.com/sluicehq/sluice/retry"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluicehq/sluice"
@@ -206,4 +209,55 @@ func TestTransportRetryIfAsGateway(t *testing.T) {
 			t.Errorf("%d attempts, want 3", n)
 		}
 	})
+}
+
+// hedgeWhileRunning runs a second attempt while the first is in flight, as
+// a hedge does: started is closed once the first reached the upstream.
+type hedgeWhileRunning struct{ started <-chan struct{} }
+
+func (h hedgeWhileRunning) Run(ctx context.Context, next sluice.Call) sluice.Result {
+	first := make(chan sluice.Result, 1)
+	go func() { first <- next(ctx) }()
+	<-h.started
+	second := next(ctx)
+	r := <-first
+	if second.Class == sluice.Success {
+		return second
+	}
+	return r
+}
+
+// A hedge cannot send a POST twice either: the attempt started while the
+// first may be reaching the upstream is refused.
+func TestTransportHedgeDoesNotDuplicatePost(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		once.Do(func() { close(started) })
+		<-release
+	}))
+	defer srv.Close()
+	rec := newRecorder()
+	c := client(t, sluice.New(hedgeWhileRunning{started}, rec), httpguard.Options{}, nil)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.Post(srv.URL, "text/plain", strings.NewReader("order"))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	o := <-rec.ch // the second attempt, refused while the first waits
+	if o.Class != sluice.Dropped || !errors.Is(o.Err, httpguard.ErrNotReplayable) {
+		t.Errorf("second attempt: %v %v, want Dropped with ErrNotReplayable", o.Class, o.Err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("upstream got %d requests, want 1", n)
+	}
 }
