@@ -84,9 +84,12 @@ type exchange struct {
 	watch  *clientWatch // cuts the attempts when the client leaves
 }
 
-// reset clears x for reuse, keeping its buffers and watch.
+// reset clears x for reuse, keeping its buffers and watch. The watch's cut
+// is cleared too: a request that is not watched (a streamed body, a
+// coalesced call) must not find the cut of a client that left before.
 func (x *exchange) reset() *exchange {
 	*x = exchange{xff: x.xff[:0], watch: x.watch}
+	x.watch.cut = interrupt{}
 	return x
 }
 
