@@ -102,6 +102,12 @@ func (x *exchange) reset() *exchange {
 func (x *exchange) run() (*fasthttp.Response, error) {
 	x.c.start(x.rt.life, x.final)
 	for {
+		if x.stream != nil && x.sent {
+			// A retry of a body that streamed to an earlier attempt: it
+			// cannot be sent again, and no target or policy is charged.
+			x.releasePrev()
+			return nil, errNotReplayable
+		}
 		a, err := x.c.begin()
 		if err != nil {
 			x.releasePrev()
@@ -154,9 +160,6 @@ func outcomeOf(resp *fasthttp.Response) (int, []byte) {
 // the body not yet read, or an *UpstreamError.
 func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	x.releasePrev()
-	if x.stream != nil && x.sent {
-		return nil, errNotReplayable
-	}
 	t := a.t
 	req := x.prepare(t)
 	resp := x.direct
