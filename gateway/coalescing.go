@@ -37,7 +37,7 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 		own *fasthttp.Response // the private answer, when led
 	)
 	key := coalescingKey(&ctx.Request.Header, limitKey, rt.cfg.Policies.CoalesceVary)
-	shared, err, _ := rt.group.Do(context.Background(), key, func(context.Context) (*sharedResponse, error) {
+	shared, err, _ := rt.life.group.Do(context.Background(), key, func(context.Context) (*sharedResponse, error) {
 		led = true
 		resp, err := x.run()
 		x.take(resp)

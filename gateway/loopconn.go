@@ -359,7 +359,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	rt.inflight.Add(1)
 	cc.rt = rt
 	cc.wantClose = h.close()
-	if rt.limit != nil {
+	if rt.life.rate != nil {
 		v, ok := g.limitRate(ctx, rt, cc.rateKey(rt, clientIP(cc.peer, h.xff, st.trusted)), cc.rlBuf[:0])
 		if !ok {
 			cc.end(string(sluice.RateLimited))
@@ -408,12 +408,12 @@ func (cc *clientConn) attempt() {
 // a keep-alive connection.
 func (cc *clientConn) rateKey(rt *route, client netip.Addr) string {
 	var hv []byte
-	if name := rt.limit.header; name != "" {
+	if name := rt.life.rate.header; name != "" {
 		hv = cc.head.Peek(name)
 	}
 	if cc.keyRoute != rt || cc.keyClient != client || !bytes.Equal(cc.keyHeader, hv) {
 		cc.keyRoute, cc.keyClient, cc.keyHeader = rt, client, append(cc.keyHeader[:0], hv...)
-		cc.key = rt.limit.key(&cc.head, rt, client)
+		cc.key = rt.life.rate.key(&cc.head, rt, client)
 	}
 	return cc.key
 }
@@ -509,8 +509,8 @@ func (cc *clientConn) stopTimer() {
 // fallback or an error, as the goroutine engine does.
 func (cc *clientConn) respond(resp *fasthttp.Response, err error) {
 	ctx, rt := &cc.ctx, cc.rt
-	if rt.limit != nil {
-		rt.limit.setHeaders(&ctx.Response.Header, cc.rl)
+	if rt.life.rate != nil {
+		rt.life.rate.setHeaders(&ctx.Response.Header, cc.rl)
 	}
 	reason := respond(ctx, rt, resp, err)
 	if ctx.Response.IsBodyStream() {
@@ -572,8 +572,8 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 	closing := cc.closing()
 	if !cc.gone {
 		var policy []byte
-		if cc.rt.limit != nil {
-			policy = cc.rt.limit.policy
+		if cc.rt.life.rate != nil {
+			policy = cc.rt.life.rate.policy
 		}
 		l := cc.l
 		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now())

@@ -50,8 +50,6 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 		return nil, err
 	}
 	r.policies = p
-	r.limit = p.rate
-	r.group = p.group
 	r.life = newLifecycle(p, r.pool, rc.Policies.Fallback, g.clock)
 	r.loop = loopRoute(rc, st, r.pool)
 	return r, nil
