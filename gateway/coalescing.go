@@ -70,6 +70,9 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 	for _, kv := range shared.headers {
 		ctx.Response.Header.AddBytesKV(kv[0], kv[1])
 	}
+	if rt.rules != nil {
+		rt.rules.response.apply(&ctx.Response.Header)
+	}
 	ctx.Response.Header.SetStatusCode(shared.status)
 	ctx.Response.SetBodyRaw(shared.body)
 	if serr != nil {

@@ -23,7 +23,8 @@ type route struct {
 	cfg   *config.Route
 	match matcher
 	pool  *pool
-	life  *lifecycle // what every engine drives a request through
+	life  *lifecycle  // what every engine drives a request through
+	rules *routeRules // nil when the route changes nothing of its requests
 	// loop reports whether event loops can serve the route: its policies
 	// decide at once.
 	loop     bool
@@ -86,6 +87,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		rl = v
 	}
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
+	x.trusted = st.trusted.contains(peer)
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
 		if rt.life.rate != nil {
 			rt.life.rate.setHeaders(&ctx.Response.Header, rl)
@@ -165,11 +167,11 @@ func (g *Gateway) newExchange(rt *route, req *fasthttp.Request) *exchange {
 // for the log ("" when the upstream's response was sent).
 func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err error) string {
 	if err == nil {
-		sendResponse(ctx, resp)
+		sendResponse(ctx, resp, rt.rules)
 		return ""
 	}
 	if serr := (*StatusError)(nil); errors.As(err, &serr) && resp != nil && rt.life.fallback == nil {
-		sendResponse(ctx, resp)
+		sendResponse(ctx, resp, rt.rules)
 		return "upstream_status"
 	}
 	if resp != nil && resp != &ctx.Response {

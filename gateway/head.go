@@ -22,6 +22,8 @@ type reqHead struct {
 	path        []byte // the URI without its query
 	host        []byte
 	xff         []byte // X-Forwarded-For
+	fwdHost     []byte // X-Forwarded-Host
+	fwdProto    []byte // X-Forwarded-Proto
 	connection  []byte // the Connection header's value
 	idemKey     bool   // an Idempotency-Key header is present
 	cl          int    // Content-Length; 0 when absent
@@ -35,7 +37,7 @@ type reqHead struct {
 // ".." segment, no empty segment, only the characters RFC 3986 allows), the
 // version HTTP/1.1, exactly one Host (a host name or address and a port:
 // fasthttp reads the target through it), at most one Content-Length (digits
-// only) and one Connection and X-Forwarded-For, no Transfer-Encoding,
+// only) and one Connection, X-Forwarded-For, -Host and -Proto, no Transfer-Encoding,
 // Expect or Upgrade, and header lines of a token, a colon and a value
 // without control characters but tabs, each ending in CRLF (no folded
 // lines).
@@ -82,6 +84,12 @@ func parseRequest(b []byte, h *reqHead) bool {
 		case equalName(name, "X-Forwarded-For"):
 			h.xff = value
 			return once(8)
+		case equalName(name, "X-Forwarded-Host"):
+			h.fwdHost = value
+			return once(16)
+		case equalName(name, "X-Forwarded-Proto"):
+			h.fwdProto = value
+			return once(32)
 		case equalName(name, "Idempotency-Key"):
 			h.idemKey = true
 		case equalName(name, "Transfer-Encoding"), equalName(name, "Expect"), equalName(name, "Upgrade"):
@@ -123,9 +131,10 @@ func (h *reqHead) replayable() bool { return idempotent(h.method) || h.idemKey }
 // appendRequest appends the request h, whose body is body, as it goes to a
 // target at addr: its hop-by-hop headers (those the Connection header names
 // included) dropped, X-Forwarded-For set to xff, X-Forwarded-Host to the
-// client's Host, X-Forwarded-Proto to http, and Host naming the target, as
-// exchange.prepare does for the goroutine engine.
-func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte) []byte {
+// client's Host and X-Forwarded-Proto to http (unless the client is a
+// trusted proxy that sent them: then they are kept), and Host naming the
+// target, as exchange.prepare does for the goroutine engine.
+func appendRequest(dst []byte, h *reqHead, xff []byte, trusted bool, addr string, body []byte) []byte {
 	dst = append(dst, h.method...)
 	dst = append(dst, ' ')
 	dst = append(dst, h.uri...)
@@ -141,9 +150,18 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte)
 	}
 	dst = append(dst, "X-Forwarded-For: "...)
 	dst = append(dst, xff...)
+	fwdHost, fwdProto := h.host, valueHTTP
+	if trusted && len(h.fwdHost) > 0 {
+		fwdHost = h.fwdHost
+	}
+	if trusted && len(h.fwdProto) > 0 {
+		fwdProto = h.fwdProto
+	}
 	dst = append(dst, "\r\nX-Forwarded-Host: "...)
-	dst = append(dst, h.host...)
-	dst = append(dst, "\r\nX-Forwarded-Proto: http\r\n\r\n"...)
+	dst = append(dst, fwdHost...)
+	dst = append(dst, "\r\nX-Forwarded-Proto: "...)
+	dst = append(dst, fwdProto...)
+	dst = append(dst, "\r\n\r\n"...)
 	return append(dst, body...)
 }
 

@@ -108,7 +108,7 @@ func TestAppendRequest(t *testing.T) {
 	if !parseRequest(b, &h) {
 		t.Fatal("refused")
 	}
-	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), "127.0.0.1:9001", []byte("hi")))
+	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), false, "127.0.0.1:9001", []byte("hi")))
 	want := string(crlf("POST /v1/x?q=1 HTTP/1.1\nHost: 127.0.0.1:9001\nContent-Length: 2\nAccept: */*\n" +
 		"X-Forwarded-For: 10.0.0.1, 127.0.0.1\nX-Forwarded-Host: api.example\nX-Forwarded-Proto: http\n\nhi"))
 	if got != want {

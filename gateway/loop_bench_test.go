@@ -16,8 +16,19 @@ import (
 // keep-alive connection, to a loopback target that answers every request
 // alike, on the route of scripts/loadtest.sh (rate limit, breaker, adaptive
 // limit): the loops' fast path. The client and the target allocate nothing
-// per request, so allocs/op is the gateway's.
-func BenchmarkLoopProxy(b *testing.B) {
+// per request, so allocs/op is the gateway's. BenchmarkLoopProxyRules is
+// the same route with header and rewrite rules, which the goroutine engine
+// serves.
+func BenchmarkLoopProxy(b *testing.B) { benchLoop(b, "") }
+
+func BenchmarkLoopProxyRules(b *testing.B) {
+	benchLoop(b, `
+    rewrite: {add_prefix: /api}
+    headers: {request: {set: {X-Env: prod}}, response: {remove: [X-Internal]}}`)
+}
+
+// benchLoop runs BenchmarkLoopProxy with more YAML for the route.
+func benchLoop(b *testing.B, more string) {
 	const answer = "HTTP/1.1 200 OK\r\nContent-Length: 24\r\n\r\nhello from the upstream\n"
 	up := startRaw(b, func(c net.Conn, br *bufio.Reader) {
 		for {
@@ -45,8 +56,8 @@ routes:
     policies:
       rate_limit: {algorithm: gcra, limit: 100000000, period: 1s, key: ip}
       circuit_breaker: {failure_rate: 0.5, window: {kind: count, size: 100}}
-      concurrency: {adaptive: {algorithm: default, min: 16, max: 1024, initial: 256}}
-`, up.addr), nil)
+      concurrency: {adaptive: {algorithm: default, min: 16, max: 1024, initial: 256}}%s
+`, up.addr, more), nil)
 	conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
 	if err != nil {
 		b.Fatal(err)

@@ -99,6 +99,7 @@ type loopRequest struct {
 	start     time.Time
 	xff       []byte // the X-Forwarded-For value to send
 	xffBuf    []byte
+	trusted   bool   // the client is a trusted proxy that sent X-Forwarded-Host or -Proto
 	rl        []byte // the RateLimit header value, in rlBuf
 	rlBuf     [64]byte
 	up        *upConn
@@ -368,6 +369,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		}
 		cc.rl = v
 	}
+	cc.trusted = (len(h.fwdHost) > 0 || len(h.fwdProto) > 0) && st.trusted.contains(cc.peer)
 	if len(h.xff) == 0 {
 		cc.xff = cc.peerText // what forwardedFor would make
 	} else {
