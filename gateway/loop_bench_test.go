@@ -17,8 +17,7 @@ import (
 // alike, on the route of scripts/loadtest.sh (rate limit, breaker, adaptive
 // limit): the loops' fast path. The client and the target allocate nothing
 // per request, so allocs/op is the gateway's. BenchmarkLoopProxyRules is
-// the same route with header and rewrite rules, which the goroutine engine
-// serves.
+// the same route with rewrite and header rules.
 func BenchmarkLoopProxy(b *testing.B) { benchLoop(b, "") }
 
 func BenchmarkLoopProxyRules(b *testing.B) {

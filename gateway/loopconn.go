@@ -577,8 +577,12 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 		if cc.rt.life.rate != nil {
 			policy = cc.rt.life.rate.policy
 		}
+		var edit *headerEdit
+		if cc.rt.rules != nil {
+			edit = &cc.rt.rules.response
+		}
 		l := cc.l
-		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now())
+		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now(), edit)
 		if l.write(cc.c) != nil {
 			cc.closeNext = true
 		}

@@ -44,6 +44,9 @@ var parityCases = []parityCase{
 	{"interim 100 and 103", "GET /interim HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"POST with a body", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", 200},
 	{"client closes", "GET /5xx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 503},
+	{"rules", "GET /rules/small HTTP/1.1\r\nHost: x\r\n\r\n", 200},
+	{"rules, chunked", "GET /rules/chunked HTTP/1.1\r\nHost: x\r\n\r\n", 200},
+	{"rules, 5xx", "GET /rules/5xx HTTP/1.1\r\nHost: x\r\n\r\n", 503},
 	{"HEAD, client closes", "HEAD /head HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 200},
 }
 
@@ -84,6 +87,9 @@ func TestEngineParity(t *testing.T) {
 			if s := r.Header.Values("Server"); len(s) != 0 {
 				t.Errorf("%s on %s: Server %q, want none", c.name, engine, s)
 			}
+			if strings.HasPrefix(c.name, "rules") && (r.Header.Get("X-Served") != "sluice" || r.Header.Get("X-Extra") != "1" || r.Header.Values("X-Internal") != nil) {
+				t.Errorf("%s on %s: headers %v, want the route's response rules applied", c.name, engine, r.Header)
+			}
 			if closes := strings.Contains(c.raw, "Connection: close"); closes != (r.Header.Get("Connection") == "close") {
 				t.Errorf("%s on %s: Connection %q, want close: %v", c.name, engine, r.Header.Get("Connection"), closes)
 			}
@@ -114,7 +120,12 @@ func answerAll(t *testing.T, engine string) []result {
 		case "/breaker", "/fallback":
 			return "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 6\r\n\r\nbroken"
 		case "/5xx":
-			return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nX-Up: 1\r\nContent-Length: 11\r\n\r\nunavailable"
+			return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nX-Up: 1\r\nX-Internal: 1\r\nContent-Length: 11\r\n\r\nunavailable"
+		case "/small":
+			if r.Header.Get("X-Env") != "prod" {
+				return "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
+			}
+			return "HTTP/1.1 200 OK\r\nX-Internal: 1\r\nX-Served: up\r\nContent-Length: 5\r\n\r\nsmall"
 		case "/retry":
 			if retries.Add(1) == 1 {
 				return "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 5\r\n\r\nfirst"
@@ -135,7 +146,7 @@ func answerAll(t *testing.T, engine string) []result {
 		case "/304":
 			return "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
 		case "/chunked":
-			return "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+			return "HTTP/1.1 200 OK\r\nX-Internal: 1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
 		case "/big":
 			return "HTTP/1.1 200 OK\r\nContent-Length: 102400\r\n\r\n" + strings.Repeat("b", 100<<10)
 		case "/huge":
@@ -167,6 +178,13 @@ routes:
     match: {path_prefix: /retry}
     upstream: up
     policies: {retry: {attempts: 2, on: ["502"], backoff: {initial: 1ms, max: 1ms, jitter: none}}}
+  - name: rules
+    match: {path_prefix: /rules}
+    upstream: up
+    rewrite: {strip_prefix: /rules}
+    headers:
+      request: {set: {X-Env: prod}}
+      response: {set: {X-Served: sluice}, add: {X-Extra: "1"}, remove: [X-Internal]}
   - {name: plain, match: {host: x}, upstream: up}
 `, engine, u.addr, closedAddr(t)), fc)
 	var out []result

@@ -52,16 +52,14 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	r.policies = p
 	r.life = newLifecycle(p, r.pool, rc.Policies.Fallback, g.clock)
 	r.rules = newRouteRules(rc)
-	r.loop = r.rules == nil && loopRoute(rc, st, r.pool)
+	r.loop = loopRoute(rc, st, r.pool)
 	return r, nil
 }
 
 // loopRoute reports whether event loops can serve the route: none of its
 // policies waits for another request (no coalescing, no concurrency queue)
 // or for a store (no rate limit on Redis), and its targets speak plain
-// HTTP. (A retry's wait is a timer on the loop.) A route with rewrite,
-// header or preserve_host rules is the goroutine engine's too (see
-// buildRoute).
+// HTTP. (A retry's wait is a timer on the loop.)
 func loopRoute(rc *config.Route, st *state, p *pool) bool {
 	pc := &rc.Policies
 	if pc.Coalesce || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 
@@ -12,9 +11,11 @@ import (
 
 // routeRules are a route's changes to its requests and their upstream
 // responses (config.Route's rewrite, headers and preserve_host), applied
-// after routing and after the hop-by-hop headers are dropped.
+// after routing and after the hop-by-hop headers are dropped, alike on
+// both engines: exchange.prepare and sendResponse apply them to fasthttp's
+// messages, appendRequest and appendResponse to the loops' bytes.
 type routeRules struct {
-	strip, add   []byte // the path's prefixes to strip, then to add; nil when none
+	strip, add   string // the path's prefixes to strip, then to add; "" when none
 	request      headerEdit
 	response     headerEdit
 	preserveHost bool // the upstream sees the client's Host
@@ -23,8 +24,8 @@ type routeRules struct {
 // headerEdit is a config.HeaderEdit ready to apply: remove, then set, then
 // add.
 type headerEdit struct {
-	remove   [][]byte
-	set, add [][2][]byte // name and value
+	remove   []string
+	set, add [][2]string // name and value, by name
 }
 
 // newRouteRules returns rc's rules, or nil when it has none.
@@ -34,7 +35,7 @@ func newRouteRules(rc *config.Route) *routeRules {
 	}
 	r := &routeRules{preserveHost: rc.PreserveHost}
 	if rw := rc.Rewrite; rw != nil {
-		r.strip, r.add = nonEmpty(rw.StripPrefix), nonEmpty(rw.AddPrefix)
+		r.strip, r.add = rw.StripPrefix, rw.AddPrefix
 	}
 	if h := rc.Headers; h != nil {
 		r.request, r.response = newHeaderEdit(&h.Request), newHeaderEdit(&h.Response)
@@ -42,23 +43,13 @@ func newRouteRules(rc *config.Route) *routeRules {
 	return r
 }
 
-func nonEmpty(s string) []byte {
-	if s == "" {
-		return nil
-	}
-	return []byte(s)
-}
-
 func newHeaderEdit(e *config.HeaderEdit) headerEdit {
-	var he headerEdit
-	for _, n := range e.Remove {
-		he.remove = append(he.remove, []byte(n))
-	}
+	he := headerEdit{remove: e.Remove}
 	for _, n := range slices.Sorted(maps.Keys(e.Set)) {
-		he.set = append(he.set, [2][]byte{[]byte(n), []byte(e.Set[n])})
+		he.set = append(he.set, [2]string{n, e.Set[n]})
 	}
 	for _, n := range slices.Sorted(maps.Keys(e.Add)) {
-		he.add = append(he.add, [2][]byte{[]byte(n), []byte(e.Add[n])})
+		he.add = append(he.add, [2]string{n, e.Add[n]})
 	}
 	return he
 }
@@ -66,9 +57,9 @@ func newHeaderEdit(e *config.HeaderEdit) headerEdit {
 // editable is the methods of fasthttp's request and response headers that
 // a headerEdit uses.
 type editable interface {
-	DelBytes(key []byte)
-	SetBytesKV(key, value []byte)
-	AddBytesKV(key, value []byte)
+	Del(key string)
+	Set(key, value string)
+	Add(key, value string)
 }
 
 var (
@@ -79,31 +70,62 @@ var (
 // apply makes e's changes to h.
 func (e *headerEdit) apply(h editable) {
 	for _, k := range e.remove {
-		h.DelBytes(k)
+		h.Del(k)
 	}
 	for _, kv := range e.set {
-		h.SetBytesKV(kv[0], kv[1])
+		h.Set(kv[0], kv[1])
 	}
 	for _, kv := range e.add {
-		h.AddBytesKV(kv[0], kv[1])
+		h.Add(kv[0], kv[1])
 	}
 }
 
-// rewrite returns path with the rules' prefixes stripped and added (path
-// itself when there are none). The strip prefix comes off only at a segment
-// boundary: /v1 strips /v1 and /v1/x, not /v10.
-func (r *routeRules) rewrite(path []byte) []byte {
-	if r.strip == nil && r.add == nil {
-		return path
-	}
-	if rest, ok := bytes.CutPrefix(path, r.strip); r.strip != nil && ok && (len(rest) == 0 || rest[0] == '/') {
-		path = rest
-		if len(path) == 0 {
-			path = []byte("/")
+// drops reports whether e takes out the header named k: it removes or
+// sets it.
+func (e *headerEdit) drops(k []byte) bool {
+	for _, n := range e.remove {
+		if equalName(k, n) {
+			return true
 		}
 	}
-	if r.add == nil {
+	for _, kv := range e.set {
+		if equalName(k, kv[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendLines appends the header lines e sets and adds.
+func (e *headerEdit) appendLines(dst []byte) []byte {
+	for _, kvs := range [2][][2]string{e.set, e.add} {
+		for _, kv := range kvs {
+			dst = append(append(append(append(dst, kv[0]...), ": "...), kv[1]...), "\r\n"...)
+		}
+	}
+	return dst
+}
+
+// rewrite returns path with the rules' prefixes stripped and added (path
+// itself when there are none).
+func (r *routeRules) rewrite(path []byte) []byte {
+	if r.strip == "" && r.add == "" {
 		return path
 	}
-	return append(append(make([]byte, 0, len(r.add)+len(path)), r.add...), path...)
+	return r.appendPath(make([]byte, 0, len(r.add)+len(path)), path)
 }
+
+// appendPath appends path with the rules' prefixes stripped and added. The
+// strip prefix comes off only at a segment boundary: /v1 strips /v1 and
+// /v1/x, not /v10; a path that was the prefix alone becomes "/".
+func (r *routeRules) appendPath(dst, path []byte) []byte {
+	if n := len(r.strip); n > 0 && len(path) >= n && string(path[:n]) == r.strip && (len(path) == n || path[n] == '/') {
+		path = path[n:]
+		if len(path) == 0 {
+			path = slash
+		}
+	}
+	return append(append(dst, r.add...), path...)
+}
+
+var slash = []byte("/")
