@@ -47,6 +47,10 @@ var parityCases = []parityCase{
 	{"rules", "GET /rules/small HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"rules, chunked", "GET /rules/chunked HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"rules, 5xx", "GET /rules/5xx HTTP/1.1\r\nHost: x\r\n\r\n", 503},
+	{"upstream 404 passes", "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n", 404},
+	{"POST not retried", "POST /retry-post HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", 502},
+	{"body too large", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n" + strings.Repeat("b", 2048), 413},
+	{"HTTP/1.0", "GET /http10 HTTP/1.0\r\nHost: x\r\n\r\n", 404},
 	{"HEAD, client closes", "HEAD /head HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 200},
 }
 
@@ -54,6 +58,7 @@ var parityCases = []parityCase{
 // apart from parityCases (see answerAll).
 var (
 	parityRetry    = parityCase{"retry then success", "GET /retry HTTP/1.1\r\nHost: x\r\n\r\n", 200}
+	parityRetries  = parityCase{"retries exhausted", "GET /retry-fail HTTP/1.1\r\nHost: x\r\n\r\n", 502}
 	parityTimeout  = parityCase{"timeout", "GET /timeout HTTP/1.1\r\nHost: x\r\n\r\n", 504}
 	parityHeld     = parityCase{"held while overloaded", "GET /overload HTTP/1.1\r\nHost: x\r\n\r\n", 200}
 	parityOverload = parityCase{"overload", "GET /overload/2 HTTP/1.1\r\nHost: x\r\n\r\n", 503}
@@ -90,7 +95,9 @@ func TestEngineParity(t *testing.T) {
 			if strings.HasPrefix(c.name, "rules") && (r.Header.Get("X-Served") != "sluice" || r.Header.Get("X-Extra") != "1" || r.Header.Values("X-Internal") != nil) {
 				t.Errorf("%s on %s: headers %v, want the route's response rules applied", c.name, engine, r.Header)
 			}
-			if closes := strings.Contains(c.raw, "Connection: close"); closes != (r.Header.Get("Connection") == "close") {
+			// An HTTP/1.0 client without keep-alive asks to close too.
+			closes := strings.Contains(c.raw, "Connection: close") || strings.Contains(c.raw, " HTTP/1.0\r\n")
+			if closes != (r.Header.Get("Connection") == "close") {
 				t.Errorf("%s on %s: Connection %q, want close: %v", c.name, engine, r.Header.Get("Connection"), closes)
 			}
 		}
@@ -104,7 +111,7 @@ func TestEngineParity(t *testing.T) {
 }
 
 func allParityCases() []parityCase {
-	return append(append([]parityCase(nil), parityCases...), parityRetry, parityTimeout, parityHeld, parityOverload)
+	return append(append([]parityCase(nil), parityCases...), parityRetry, parityRetries, parityTimeout, parityHeld, parityOverload)
 }
 
 // answerAll starts a gateway on engine, on a fake clock, and returns its
@@ -131,6 +138,8 @@ func answerAll(t *testing.T, engine string) []result {
 				return "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 5\r\n\r\nfirst"
 			}
 			return "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond"
+		case "/retry-fail", "/retry-post":
+			return "HTTP/1.1 502 Bad Gateway\r\nX-Up: 1\r\nContent-Length: 6\r\n\r\nfailed"
 		case "/timeout":
 			arrived <- r.Target
 			<-hang
@@ -160,7 +169,7 @@ func answerAll(t *testing.T, engine string) []result {
 	t.Cleanup(func() { close(hang) }) // before the upstream's own cleanup
 	fc := clock.NewFake(time.Time{})
 	gw := startGatewayClock(t, parseConfig(t, `
-server: {engine: %s}
+server: {engine: %s, max_body_bytes: 1024}
 upstreams:
   up: {targets: ["http://%s"]}
   dead: {targets: ["http://%s"]}
@@ -194,6 +203,8 @@ routes:
 	// The retry waits on the gateway's clock: it moves on, a millisecond at
 	// a time, until the answer is in.
 	res := sendAsync(gw.Addr, parityRetry.raw)
+	out = append(out, awaitAnswer(t, res, func() { fc.Advance(time.Millisecond) }))
+	res = sendAsync(gw.Addr, parityRetries.raw)
 	out = append(out, awaitAnswer(t, res, func() { fc.Advance(time.Millisecond) }))
 	// The attempt that hangs ends at the route's timeout.
 	res = sendAsync(gw.Addr, parityTimeout.raw)
