@@ -25,7 +25,7 @@ routes:
     upstream: up
     rewrite: {strip_prefix: /v1, add_prefix: /api}
     headers:
-      request: {set: {X-Env: prod}, add: {X-Tag: gw}, remove: [Cookie]}
+      request: {set: {X-Env: prod, X-Forwarded-Proto: https}, add: {X-Tag: gw}, remove: [Cookie]}
       response: {set: {X-Served: sluice}, add: {X-Extra: "1"}, remove: [Server]}
     preserve_host: true
   - {name: strip, match: {path_prefix: /old}, upstream: up, rewrite: {strip_prefix: /old}}
@@ -43,8 +43,9 @@ routes:
 		h := seen[0].Header
 		if seen[0].Target != "/api/users?q=1" || seen[0].Host != "api.example.com" ||
 			h.Values("Cookie") != nil || !slices.Equal(h.Values("X-Env"), []string{"prod"}) ||
-			!slices.Equal(h.Values("X-Tag"), []string{"client", "gw"}) || h.Get("X-Forwarded-Host") != "api.example.com" {
-			t.Errorf("upstream saw %s %v, want /api/users?q=1 with the client's Host, no Cookie, X-Env: prod, X-Tag: client and gw", seen[0].Target, h)
+			!slices.Equal(h.Values("X-Tag"), []string{"client", "gw"}) || h.Get("X-Forwarded-Host") != "api.example.com" ||
+			!slices.Equal(h.Values("X-Forwarded-Proto"), []string{"https"}) {
+			t.Errorf("upstream saw %s %v, want /api/users?q=1 with the client's Host, no Cookie, X-Env: prod, X-Tag: client and gw, X-Forwarded-Proto: https", seen[0].Target, h)
 		}
 		for _, tt := range []struct{ path, want string }{
 			{"/v1", "/api/"},
