@@ -243,7 +243,7 @@ routes:
     rewrite: {strip_prefix: v1/, add_prefix: "/a b"}
     headers:
       request: {set: {"X Bad": v, X-Ok: "a\r\nInjected: 1"}, add: {content-length: "1"}, remove: [Transfer-Encoding, Host]}
-      response: {set: {Connection: close}, remove: [X-Fine, "Bad:"]}
+      response: {set: {Connection: close}, remove: [X-Fine, "Bad:", date]}
 `
 	_, err = config.Parse("bad.yaml", []byte(bad))
 	if err == nil {
@@ -259,6 +259,7 @@ routes:
 		`routes[0].headers.request.remove[1]: Host is a framing or hop-by-hop header`,
 		`routes[0].headers.response.set.Connection: Connection is a framing or hop-by-hop header`,
 		`routes[0].headers.response.remove[1]: "Bad:" is not a header name`,
+		`routes[0].headers.response.remove[2]: a response's Date is the gateway's`,
 	} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("errors lack %q:\n%v", w, err)

@@ -241,12 +241,15 @@ var reservedHeaders = []string{"Content-Length", "Transfer-Encoding", "Host", "C
 
 // headerEdit checks a route's header rules for one direction.
 func (v *validator) headerEdit(path string, e *HeaderEdit) {
+	response := strings.HasSuffix(path, ".response")
 	name := func(p, n string) {
 		switch {
 		case !isToken(n):
 			v.at(p, "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", n)
 		case slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, n) }):
 			v.at(p, "%s is a framing or hop-by-hop header, which the gateway writes itself", n)
+		case response && strings.EqualFold(n, "Date"):
+			v.at(p, "a response's Date is the gateway's (the time it leaves)")
 		}
 	}
 	for _, op := range []struct {

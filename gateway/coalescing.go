@@ -71,7 +71,9 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 		ctx.Response.Header.AddBytesKV(kv[0], kv[1])
 	}
 	if rt.rules != nil {
+		kept := keepRateLimit(&ctx.Response.Header) // the limit's own: they stand
 		rt.rules.response.apply(&ctx.Response.Header)
+		kept.restore(&ctx.Response.Header)
 	}
 	ctx.Response.Header.SetStatusCode(shared.status)
 	ctx.Response.SetBodyRaw(shared.body)

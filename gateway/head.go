@@ -173,7 +173,7 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, trusted bool, addr string
 		}
 	}
 	if edit != nil {
-		dst = edit.appendLines(dst)
+		dst = edit.appendLines(dst, false)
 	}
 	dst = append(dst, "\r\n"...)
 	return append(dst, body...)
@@ -253,7 +253,7 @@ func appendResponse(dst []byte, h *respHead, policy, rl []byte, closing bool, bo
 		b = b[len(line):]
 	}
 	if edit != nil {
-		dst = edit.appendLines(dst)
+		dst = edit.appendLines(dst, len(rl) > 0)
 	}
 	dst = appendDate(dst, now)
 	if len(rl) > 0 {

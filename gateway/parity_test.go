@@ -47,6 +47,7 @@ var parityCases = []parityCase{
 	{"rules", "GET /rules/small HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"rules, chunked", "GET /rules/chunked HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"rules, 5xx", "GET /rules/5xx HTTP/1.1\r\nHost: x\r\n\r\n", 503},
+	{"rules, rate limited", "GET /rlrules/small HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"upstream 404 passes", "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n", 404},
 	{"POST not retried", "POST /retry-post HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", 502},
 	{"body too large", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n" + strings.Repeat("b", 2048), 413},
@@ -94,6 +95,9 @@ func TestEngineParity(t *testing.T) {
 			}
 			if strings.HasPrefix(c.name, "rules") && (r.Header.Get("X-Served") != "sluice" || r.Header.Get("X-Extra") != "1" || r.Header.Values("X-Internal") != nil) {
 				t.Errorf("%s on %s: headers %v, want the route's response rules applied", c.name, engine, r.Header)
+			}
+			if c.name == "rules, rate limited" && (len(r.Header.Values("RateLimit")) != 1 || r.Header.Get("RateLimit") == "forged" || len(r.Header.Values("RateLimit-Policy")) != 1) {
+				t.Errorf("%s on %s: RateLimit %q, RateLimit-Policy %q, want the limit's own, once", c.name, engine, r.Header.Values("RateLimit"), r.Header.Values("RateLimit-Policy"))
 			}
 			// An HTTP/1.0 client without keep-alive asks to close too.
 			closes := strings.Contains(c.raw, "Connection: close") || strings.Contains(c.raw, " HTTP/1.0\r\n")
@@ -194,6 +198,14 @@ routes:
     headers:
       request: {set: {X-Env: prod}}
       response: {set: {X-Served: sluice}, add: {X-Extra: "1"}, remove: [X-Internal]}
+  - name: rlrules
+    match: {path_prefix: /rlrules}
+    upstream: up
+    policies: {rate_limit: {limit: 100, period: 1h, key: route}}
+    rewrite: {strip_prefix: /rlrules}
+    headers:
+      request: {set: {X-Env: prod}}
+      response: {set: {X-Served: sluice, RateLimit: forged}, add: {X-Extra: "1"}, remove: [X-Internal, RateLimit-Policy]}
   - {name: plain, match: {host: x}, upstream: up}
 `, engine, u.addr, closedAddr(t)), fc)
 	var out []result

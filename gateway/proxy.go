@@ -349,7 +349,9 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, rules *rout
 	if resp == &ctx.Response {
 		removeHopResponse(h)
 		if rules != nil {
+			kept := keepRateLimit(h) // the limit's own, set before: they stand
 			rules.response.apply(h)
+			kept.restore(h)
 		}
 		stream := resp.BodyStream()
 		switch {

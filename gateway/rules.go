@@ -3,6 +3,7 @@ package gateway
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -96,11 +97,15 @@ func (e *headerEdit) drops(k []byte) bool {
 	return false
 }
 
-// appendLines appends the header lines e sets and adds.
-func (e *headerEdit) appendLines(dst []byte) []byte {
+// appendLines appends the header lines e sets and adds, but for the
+// RateLimit headers when rateLimited (the rate limit's own replace them, as
+// sendResponse keeps them on the goroutine engine).
+func (e *headerEdit) appendLines(dst []byte, rateLimited bool) []byte {
 	for _, kvs := range [2][][2]string{e.set, e.add} {
 		for _, kv := range kvs {
-			dst = append(append(append(append(dst, kv[0]...), ": "...), kv[1]...), "\r\n"...)
+			if !rateLimited || !(strings.EqualFold(kv[0], "RateLimit") || strings.EqualFold(kv[0], "RateLimit-Policy")) {
+				dst = append(append(append(append(dst, kv[0]...), ": "...), kv[1]...), "\r\n"...)
+			}
 		}
 	}
 	return dst
