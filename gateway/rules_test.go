@@ -47,9 +47,13 @@ routes:
 			!slices.Equal(h.Values("X-Forwarded-Proto"), []string{"https"}) {
 			t.Errorf("upstream saw %s %v, want /api/users?q=1 with the client's Host, no Cookie, X-Env: prod, X-Tag: client and gw, X-Forwarded-Proto: https", seen[0].Target, h)
 		}
+		if st := gw.Status(); engine == "loop" && (!gw.routeStatus(t, "api").Loop || st.Engine.Handovers != 0) {
+			t.Errorf("route served by the loops: %v, hand-overs %d; want the loops to apply the rules themselves", gw.routeStatus(t, "api").Loop, st.Engine.Handovers)
+		}
 		for _, tt := range []struct{ path, want string }{
 			{"/v1", "/api/"},
 			{"/v10/x", "/api/v10/x"},
+			{"/v1/a%20b?x=%2F", "/api/a%20b?x=%2F"}, // percent-encoding kept (the loops hand it over)
 			{"/old/a/b", "/a/b"},
 			{"/old", "/"},
 			{"/older", "/older"},
@@ -69,9 +73,6 @@ routes:
 			if got[0].Host != host {
 				t.Errorf("%s: upstream saw Host %q, want %q", tt.path, got[0].Host, host)
 			}
-		}
-		if st := gw.Status(); engine == "loop" && (!gw.routeStatus(t, "api").Loop || st.Engine.Handovers != 0) {
-			t.Errorf("route served by the loops: %v, hand-overs %d; want the loops to apply the rules themselves", gw.routeStatus(t, "api").Loop, st.Engine.Handovers)
 		}
 	})
 }
