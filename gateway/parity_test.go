@@ -52,6 +52,10 @@ var parityCases = []parityCase{
 	{"POST not retried", "POST /retry-post HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", 502},
 	{"body too large", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n" + strings.Repeat("b", 2048), 413},
 	{"HTTP/1.0", "GET /http10 HTTP/1.0\r\nHost: x\r\n\r\n", 404},
+	{"upstream frames twice", "GET /both HTTP/1.1\r\nHost: x\r\n\r\n", 502},
+	{"unasked 101", "GET /101 HTTP/1.1\r\nHost: x\r\n\r\n", 502},
+	{"too many interim", "GET /interim11 HTTP/1.1\r\nHost: x\r\n\r\n", 502},
+	{"ten interim", "GET /interim10 HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"HEAD, client closes", "HEAD /head HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 200},
 }
 
@@ -164,6 +168,17 @@ func answerAll(t *testing.T, engine string) []result {
 			return "HTTP/1.1 200 OK\r\nContent-Length: 102400\r\n\r\n" + strings.Repeat("b", 100<<10)
 		case "/huge":
 			return "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n" + strings.Repeat("h", 1<<20)
+		case "/both":
+			return "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+		case "/101":
+			return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+		case "/interim10", "/interim11":
+			n := 10
+			if r.Target == "/interim11" {
+				n = 11
+			}
+			return strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n", n) +
+				"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal"
 		case "/interim":
 			return "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" +
 				"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal"
