@@ -12,7 +12,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/telemetry"
@@ -24,13 +23,12 @@ type route struct {
 	cfg   *config.Route
 	match matcher
 	pool  *pool
-	limit *rateLimit // nil when the route has no rate limit
-	life  *lifecycle // what every engine drives a request through
+	life  *lifecycle  // what every engine drives a request through
+	rules *routeRules // nil when the route changes nothing of its requests
 	// loop reports whether event loops can serve the route: its policies
 	// decide at once.
 	loop     bool
-	group    *coalesce.Group[string, *sharedResponse] // nil unless coalescing
-	policies *routePolicies                           // for /status and reuse across reloads
+	policies *routePolicies // for /status and reuse across reloads
 	metrics  *telemetry.Route
 	inflight atomic.Int64
 }
@@ -86,8 +84,8 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	peer, xff := peerAddr(ctx), forwardedList(&ctx.Request.Header)
 	var rl []byte       // the RateLimit header value, when the limit set one
 	var limitKey string // the request's rate-limit key, when the route has a limit
-	if rt.limit != nil {
-		limitKey = rt.limit.key(req, rt, clientIP(peer, xff, st.trusted))
+	if rt.life.rate != nil {
+		limitKey = rt.life.rate.key(req, rt, clientIP(peer, xff, st.trusted))
 		v, ok := g.limitRate(ctx, rt, limitKey, x.rl[:0])
 		if !ok {
 			g.finish(ctx, rt, start, string(sluice.RateLimited), &x.obs)
@@ -97,9 +95,10 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		rl = v
 	}
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
+	x.trusted = st.trusted.contains(peer)
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
-		if rt.limit != nil {
-			rt.limit.setHeaders(&ctx.Response.Header, rl)
+		if rt.life.rate != nil {
+			rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 		}
 		g.finish(ctx, rt, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
@@ -107,12 +106,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	x.final = x.stream != nil || !idempotent(ctx.Method())
 	direct := !ctx.Request.Header.ConnectionClose()
-	if rt.limit != nil && (!direct || rt.group != nil) {
+	if rt.life.rate != nil && (!direct || rt.life.group != nil) {
 		// Set now: they belong on every answer, and the paths below keep
 		// them. A direct response sets them once the upstream answered.
-		rt.limit.setHeaders(&ctx.Response.Header, rl)
+		rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 	}
-	if rt.group != nil && x.body == nil && x.stream == nil && (ctx.IsGet() || ctx.IsHead()) {
+	if rt.life.group != nil && x.body == nil && x.stream == nil && (ctx.IsGet() || ctx.IsHead()) {
 		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x, limitKey), &x.obs) // x is not reused: the group holds its attempt
 		return
 	}
@@ -132,8 +131,8 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		x.watch.stop()
 	}
 	x.take(resp)
-	if x.direct != nil && rt.limit != nil {
-		rt.limit.setHeaders(&ctx.Response.Header, rl)
+	if x.direct != nil && rt.life.rate != nil {
+		rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 	}
 	reason := respond(ctx, rt, resp, err)
 	if ctx.Response.IsBodyStream() {
@@ -153,10 +152,10 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 // RateLimit header value (appended to dst) for the answer, and false once
 // it has written the 429 into ctx when the limit refuses the request.
 func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, key string, dst []byte) ([]byte, bool) {
-	ok, retryAfter, v := rt.limit.allow(key, rt, dst)
+	ok, retryAfter, v := rt.life.rate.allow(key, rt, dst)
 	rt.metrics.RateLimit(ok)
 	if !ok {
-		rt.limit.setHeaders(&ctx.Response.Header, v) // writeError keeps them
+		rt.life.rate.setHeaders(&ctx.Response.Header, v) // writeError keeps them
 		writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
 	}
 	return v, ok
@@ -179,11 +178,11 @@ func (g *Gateway) newExchange(rt *route, req *fasthttp.Request) *exchange {
 // for the log ("" when the upstream's response was sent).
 func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err error) string {
 	if err == nil {
-		sendResponse(ctx, resp)
+		sendResponse(ctx, resp, rt.rules)
 		return ""
 	}
 	if serr := (*StatusError)(nil); errors.As(err, &serr) && resp != nil && rt.life.fallback == nil {
-		sendResponse(ctx, resp)
+		sendResponse(ctx, resp, rt.rules)
 		return "upstream_status"
 	}
 	if resp != nil && resp != &ctx.Response {
@@ -290,8 +289,8 @@ func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, r
 	if o.bytesOut == 0 {
 		o.bytesOut = responseBodySize(ctx)
 	}
+	o.end(name, code, reason, now) // first: once a request's line is logged, its spans are queued
 	g.logRequest(ctx, name, code, reason, d, o)
-	o.end(name, code, reason, now)
 }
 
 // responseBodySize is the size of ctx's response body: its length when it

@@ -120,3 +120,29 @@ func TestLogFieldsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestIDUnderRouteRules checks that a route's request header rules
+// have the last word over the headers the gateway adds, on both engines:
+// a removed X-Request-Id is not sent, a set one is sent as set.
+func TestRequestIDUnderRouteRules(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: removed, match: {path_prefix: /removed}, upstream: up, headers: {request: {remove: [X-Request-Id]}}}
+  - {name: set, match: {path_prefix: /set}, upstream: up, headers: {request: {set: {X-Request-Id: fixed}}}}
+`, engine, up.URL))
+		c := newClient(t)
+		do(t, c, "GET", gw.URL+"/removed", http.Header{"X-Request-Id": {"client"}}, nil)
+		if h := up.lastRequest().Header; len(h.Values("X-Request-Id")) != 0 {
+			t.Errorf("removed by the route: upstream got X-Request-Id %q", h.Values("X-Request-Id"))
+		}
+		do(t, c, "GET", gw.URL+"/set", http.Header{"X-Request-Id": {"client"}}, nil)
+		if h := up.lastRequest().Header; !slices.Equal(h.Values("X-Request-Id"), []string{"fixed"}) {
+			t.Errorf("set by the route: upstream got X-Request-Id %q, want [fixed]", h.Values("X-Request-Id"))
+		}
+	})
+}

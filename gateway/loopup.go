@@ -109,7 +109,7 @@ func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
 	l := cc.l
 	tp, ts := cc.obs.traceHeaders()
-	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, up.t.client.Addr, cc.body, cc.obs.id, tp, ts)
+	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, cc.trusted, up.t.client.Addr, cc.body, cc.rt.rules, cc.obs.id, tp, ts)
 	if err := l.write(up.c); err != nil {
 		up.abandon()
 		cc.upstreamDone(nil, upstreamError(up.t, err))

@@ -134,8 +134,7 @@ func (o *observation) end(route string, code int, reason string, now time.Time) 
 	if ev := decisionEvent(reason); ev != "" {
 		o.trace.Event(ev, now)
 	}
-	o.trace.End(route, code, outcomeName(reason), now)
-	o.trace = nil
+	o.trace.End(route, code, outcomeName(reason), now) // o.trace stays, for the log's trace_id
 }
 
 // decisionEvent is the span event of the policy decision a request's

@@ -53,9 +53,12 @@ func startObserved(t *testing.T, cfg *config.Config) (*testGateway, *logBuffer) 
 	return tg, buf
 }
 
-// flushTraces exports every span the gateway has ended.
-func flushTraces(t *testing.T, gw *testGateway) {
+// flushTraces waits until n requests have ended (their log lines are
+// written: a client may have its answer before its request has ended),
+// then exports every span the gateway has ended.
+func flushTraces(t *testing.T, gw *testGateway, logs *logBuffer, n int) {
 	t.Helper()
+	logs.requests(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := gateway.FlushTraces(ctx, gw.Gateway); err != nil {

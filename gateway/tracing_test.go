@@ -37,7 +37,7 @@ func TestTraceFollowsClientParent(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		rcv := tracingtest.Start(t)
 		up := startUpstream(t, "up", nil)
-		gw, _ := startObserved(t, parseConfig(t, `
+		gw, logs := startObserved(t, parseConfig(t, `
 server: {engine: %s}
 tracing: {endpoint: "%s", sample: 0, service_name: edge}
 upstreams:
@@ -51,7 +51,7 @@ routes:
 			t.Fatalf("status %d %q", r.Code, r.Body)
 		}
 		sent := up.lastRequest().Header
-		flushTraces(t, gw)
+		flushTraces(t, gw, logs, 1)
 		spans := rcv.WaitFor(t, 2, waitLimit)
 		servers, attempts := spansBy(spans)
 		server, ok := servers["traced-1"]
@@ -92,7 +92,7 @@ routes:
 		if traceID == clientTrace || flags != "00" {
 			t.Errorf("upstream got traceparent %q for a request without one, want a new trace, unsampled", up.lastRequest().Header.Get("Traceparent"))
 		}
-		flushTraces(t, gw)
+		flushTraces(t, gw, logs, 2)
 		if n := len(rcv.Spans()); n != 2 {
 			t.Errorf("%d spans after an unsampled request, want still 2", n)
 		}
@@ -115,7 +115,7 @@ func TestTraceOfRetriedRequest(t *testing.T) {
 			}
 			fmt.Fprint(w, "ok")
 		})
-		gw, _ := startObserved(t, parseConfig(t, `
+		gw, logs := startObserved(t, parseConfig(t, `
 server: {engine: %s}
 tracing: {endpoint: "%s"}
 upstreams:
@@ -128,7 +128,7 @@ routes:
 		if r := do(t, newClient(t), "GET", gw.URL+"/", http.Header{"X-Request-Id": {"retried"}}, nil); r.Code != 200 || r.Body != "ok" {
 			t.Fatalf("%d %q, want the retry's 200", r.Code, r.Body)
 		}
-		flushTraces(t, gw)
+		flushTraces(t, gw, logs, 1)
 		servers, attempts := spansBy(rcv.WaitFor(t, 3, waitLimit))
 		server := servers["retried"]
 		as := attempts[server.SpanID]
@@ -165,7 +165,7 @@ func TestTraceOfPolicyDecisions(t *testing.T) {
 			http.Error(w, "broken", http.StatusInternalServerError)
 		})
 		up := startUpstream(t, "up", nil)
-		gw, _ := startObserved(t, parseConfig(t, `
+		gw, logs := startObserved(t, parseConfig(t, `
 server: {engine: %s}
 tracing: {endpoint: "%s"}
 upstreams:
@@ -199,7 +199,7 @@ routes:
 				t.Fatalf("%s: status %d %q, want %d", step.id, r.Code, r.Body, step.code)
 			}
 		}
-		flushTraces(t, gw)
+		flushTraces(t, gw, logs, 5)
 		// 5 server spans; attempts for limited-1, breaker-1 and fallback.
 		servers, attempts := spansBy(rcv.WaitFor(t, 8, waitLimit))
 		for _, want := range []struct {
@@ -269,9 +269,10 @@ upstreams:
 routes:
   - {name: api, upstream: up}
 `
-		gw, _ := startObserved(t, parseConfig(t, text, engine, fmt.Sprintf(`tracing: {endpoint: "%s", service_name: before}`, rcv.URL), up.URL))
+		gw, logs := startObserved(t, parseConfig(t, text, engine, fmt.Sprintf(`tracing: {endpoint: "%s", service_name: before}`, rcv.URL), up.URL))
 		c := newClient(t)
 		do(t, c, "GET", gw.URL+"/", http.Header{"X-Request-Id": {"before"}}, nil)
+		logs.requests(t, 1) // the request has ended (its client may have had the answer first)
 		if err := gw.Apply(parseConfig(t, text, engine, fmt.Sprintf(`tracing: {endpoint: "%s", service_name: after}`, rcv.URL), up.URL)); err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +283,7 @@ routes:
 			t.Errorf("spans after the reload %+v, want the request before it, of service before", spans)
 		}
 		do(t, c, "GET", gw.URL+"/", http.Header{"X-Request-Id": {"after"}}, nil)
-		flushTraces(t, gw)
+		flushTraces(t, gw, logs, 2)
 		if servers, _ := spansBy(rcv.WaitFor(t, 4, waitLimit)); servers["after"].Service != "after" {
 			t.Errorf("the request after the reload: span %+v, want service after", servers["after"])
 		}
@@ -311,7 +312,7 @@ func TestTraceOfShedAndCoalesced(t *testing.T) {
 			g.wait(r)
 			fmt.Fprint(w, "ok")
 		})
-		gw, _ := startObserved(t, parseConfig(t, `
+		gw, logs := startObserved(t, parseConfig(t, `
 server: {engine: %s}
 tracing: {endpoint: "%s"}
 upstreams:
@@ -349,7 +350,7 @@ routes:
 				t.Errorf("status %d, want 200", code)
 			}
 		}
-		flushTraces(t, gw)
+		flushTraces(t, gw, logs, 4)
 		// 4 server spans; attempts of held and leader.
 		servers, attempts := spansBy(rcv.WaitFor(t, 6, waitLimit))
 		for _, want := range []struct {
