@@ -199,6 +199,7 @@ func (v *validator) config(c *Config) {
 		}
 		v.match(path+".match", &r.Match)
 		v.policies(path+".policies", &r.Policies)
+		v.flow(path+".policies", r, c)
 	}
 }
 
