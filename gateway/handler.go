@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/netip"
@@ -124,7 +123,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	if watched {
 		x.watch.arm(ctx.Conn())
 	}
-	resp, err := sluice.Do(context.Background(), rt.guard, x.call)
+	resp, err := sluice.Do(rt.policies.prio.of(req), rt.guard, x.call)
 	if watched {
 		x.watch.stop()
 	}

@@ -381,7 +381,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 // retries never repeat a refusal: see retryOn).
 func (cc *clientConn) attempt() {
 	rt := cc.rt
-	adm, err := rt.admit.Begin(context.Background())
+	adm, err := rt.admit.Begin(rt.policies.prio.of(&cc.head))
 	if err != nil {
 		cc.respond(nil, err)
 		return

@@ -31,10 +31,12 @@ type routePolicies struct {
 	breakerCfg *config.CircuitBreaker
 	breaker    *breaker.Breaker
 	concCfg    *config.Concurrency
+	shares     []concurrency.Share // the priority classes' shares the adaptive limit was built with
 	bulkhead   *concurrency.Bulkhead
 	adaptive   *concurrency.Limiter
 	timeout    time.Duration
 	group      *coalesce.Group[string, *sharedResponse]
+	prio       *priorities // nil without priority classes
 }
 
 // buildRoute builds a route of st from its configuration, reusing old's
@@ -107,7 +109,7 @@ func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *st
 	if prev == nil {
 		prev = &routePolicies{}
 	}
-	p := &routePolicies{timeout: pc.Timeout.D()}
+	p := &routePolicies{timeout: pc.Timeout.D(), prio: newPriorities(pc.Priority)}
 	var err error
 	if rl := pc.RateLimit; rl != nil {
 		p.rateCfg = rl
@@ -133,8 +135,8 @@ func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *st
 		}
 	}
 	if cc := pc.Concurrency; cc != nil {
-		p.concCfg = cc
-		if reflect.DeepEqual(prev.concCfg, cc) {
+		p.concCfg, p.shares = cc, shares(pc.Priority)
+		if reflect.DeepEqual(prev.concCfg, cc) && reflect.DeepEqual(prev.shares, p.shares) {
 			p.bulkhead, p.adaptive = prev.bulkhead, prev.adaptive
 		} else if err = buildConcurrency(name, cc, p, g); err != nil {
 			return nil, err
@@ -271,11 +273,12 @@ func buildConcurrency(name string, cc *config.Concurrency, p *routePolicies, g *
 		return fmt.Errorf("concurrency.adaptive: %w", err)
 	}
 	l, err := concurrency.NewLimiter(concurrency.LimiterOptions{
-		Name:      name,
-		Algorithm: alg,
-		MaxQueue:  cc.Queue,
-		MaxWait:   cc.MaxWait.D(),
-		Clock:     g.clock,
+		Name:       name,
+		Algorithm:  alg,
+		MaxQueue:   cc.Queue,
+		MaxWait:    cc.MaxWait.D(),
+		Priorities: p.shares,
+		Clock:      g.clock,
 		OnLimitChange: func(_, n int) {
 			g.metrics.ConcurrencyLimit(name, n)
 		},
