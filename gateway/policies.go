@@ -37,6 +37,7 @@ type routePolicies struct {
 	timeout    time.Duration
 	group      *coalesce.Group[string, *sharedResponse]
 	prio       *priorities // nil without priority classes
+	flow       *flowPolicies
 }
 
 // buildRoute builds a route of st from its configuration, reusing old's
@@ -141,6 +142,9 @@ func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *st
 		} else if err = buildConcurrency(name, cc, p, g); err != nil {
 			return nil, err
 		}
+	}
+	if p.flow, err = buildFlow(pc, prev.flow, st, g); err != nil {
+		return nil, err
 	}
 	if pc.Coalesce {
 		p.group = prev.group
