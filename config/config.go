@@ -383,7 +383,8 @@ type Fallback struct {
 	// the route's own cannot answer: its answer is given unless it is a
 	// 5xx or the upstream cannot be reached. Only a request that may be
 	// sent twice (an idempotent method, a body kept in memory) goes there.
-	// It is not the route's upstream. Default: none.
+	// It is not the route's upstream, and not with coalesce (nor is
+	// LastGood). Default: none.
 	Upstream string `yaml:"upstream"`
 	// LastGood keeps the last good answer to each GET request and gives
 	// it back when a later identical request cannot be answered. Default:

@@ -53,6 +53,7 @@ func TestFlowRefused(t *testing.T) {
 
 		{"fallback upstream unknown", two + "    policies: {fallback: {upstream: c}}\n", `upstream`, `routes[0].policies.fallback.upstream: no upstream named "c"`},
 		{"fallback upstream own", two + "    policies: {fallback: {upstream: a}}\n", `upstream`, `routes[0].policies.fallback.upstream: "a" is the route's own upstream: a fallback needs another`},
+		{"fallback levels with coalesce", two + "    policies: {coalesce: true, fallback: {last_good: {}}}\n", `fallback`, `routes[0].policies.fallback: coalesced requests fall back to the static answer only`},
 		{"last good max age 0s", two + "    policies: {fallback: {last_good: {max_age: 0s}}}\n", `max_age`, `routes[0].policies.fallback.last_good.max_age: want a duration between 1ms and 24h, got 0s`},
 		{"last good max age 25h", two + "    policies: {fallback: {last_good: {max_age: 25h}}}\n", `max_age`, `routes[0].policies.fallback.last_good.max_age: want a duration between 1ms and 24h, got 25h`},
 		{"last good entries 0", two + "    policies: {fallback: {last_good: {max_entries: 0}}}\n", `max_entries`, `routes[0].policies.fallback.last_good.max_entries: want between 1 and 1048576 answers, got 0`},
