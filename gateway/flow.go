@@ -26,6 +26,16 @@ type flowPolicies struct {
 	lastGood    *lastGood // nil without a last-good level
 }
 
+// loopFlow reports whether the event loops can serve a route with the flow
+// policies of pc: it does not hedge (a hedge's attempts race on goroutines
+// of their own), and its fallback has no level before the static answer
+// (another upstream is an exchange of its own, and a last good answer is
+// kept as the goroutine engine reads it).
+func loopFlow(pc *config.Policies) bool {
+	f := pc.Fallback
+	return pc.Hedge == nil && (f == nil || (f.Upstream == "" && f.LastGood == nil))
+}
+
 // buildFlow builds the flow policies of pc for a route of st, reusing
 // prev's (prev may be nil) where their settings are unchanged.
 func buildFlow(pc *config.Policies, prev *flowPolicies, st *state, g *Gateway) (*flowPolicies, error) {

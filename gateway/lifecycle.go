@@ -34,6 +34,9 @@ type lifecycle struct {
 	// prio gives a request its priority class for admission; nil without
 	// classes.
 	prio *priorities
+	// flow holds the route's hedge and its fallback's levels before the
+	// static answer.
+	flow *flowPolicies
 }
 
 // newLifecycle builds the lifecycle of a route whose policies are p, sending
@@ -61,6 +64,7 @@ func newLifecycle(p *routePolicies, pl *pool, fallback *config.Fallback, clk clo
 		fallback: fallback,
 		clock:    clk,
 		prio:     p.prio,
+		flow:     p.flow,
 	}
 }
 
@@ -148,16 +152,32 @@ func (c *call) begin() (attempt, error) {
 // The outcomes carry no latency for the passive health: its breaker counts
 // failures in a row only.
 func (c *call) end(a *attempt, code int, retryAfter []byte, err error) (time.Duration, bool, error) {
+	o := c.settle(a, code, retryAfter, err)
+	delay, ok := c.next(o)
+	return delay, ok, o.Err
+}
+
+// settle is end without the retry's decision: it reports attempt a's
+// outcome to the target's passive health and the route's admission
+// policies, and returns it, its Err the error the policies saw. A hedged
+// request settles each attempt of its race, then asks next once.
+func (c *call) settle(a *attempt, code int, retryAfter []byte, err error) sluice.Outcome {
 	o, err := attemptResult(code, retryAfter, err)
 	err = attemptError(err, c.final)
 	a.t.inflight.Add(-1)
 	a.passive.Done(o)
 	a.adm.End(context.Background(), err)
-	if c.lc.retry == nil || err == nil {
-		return 0, false, err
+	o.Err = err
+	return o
+}
+
+// next reports whether another attempt follows one that ended with o (see
+// settle), and after which delay.
+func (c *call) next(o sluice.Outcome) (time.Duration, bool) {
+	if c.lc.retry == nil || o.Err == nil {
+		return 0, false
 	}
-	delay, ok := c.attempts.Next(context.Background(), sluice.Result{Outcome: sluice.Outcome{Class: o.Class, Err: err}})
-	return delay, ok, err
+	return c.attempts.Next(context.Background(), sluice.Result{Outcome: o})
 }
 
 // cancelled ends the call during the wait before another attempt (the

@@ -98,19 +98,33 @@ func (x *exchange) reset() *exchange {
 // response, or the error of a refusal or a failed attempt without one.
 func (x *exchange) run() (*fasthttp.Response, error) {
 	x.c.start(x.rt.life, fastRequest{x.req}, x.final)
+	hedged := x.hedged()
+	if hedged {
+		x.rt.life.flow.hedgeBudget.Deposit()
+	}
 	for {
-		a, err := x.c.begin()
-		if err != nil {
-			x.releasePrev()
-			return nil, err
+		var resp *fasthttp.Response
+		var o sluice.Outcome
+		if hedged {
+			if resp, o = x.race(); o.Class == sluice.Dropped {
+				return nil, o.Err // refused: never retried
+			}
+		} else {
+			a, err := x.c.begin()
+			if err != nil {
+				x.releasePrev()
+				return nil, err
+			}
+			resp, err = x.attempt(&a)
+			var code int
+			var retryAfter []byte
+			if resp != nil {
+				code, retryAfter = outcomeOf(resp)
+			}
+			o = x.c.settle(&a, code, retryAfter, err)
 		}
-		resp, err := x.attempt(&a)
-		var code int
-		var retryAfter []byte
-		if resp != nil {
-			code, retryAfter = outcomeOf(resp)
-		}
-		delay, again, err := x.c.end(&a, code, retryAfter, err)
+		delay, again := x.c.next(o)
+		err := o.Err
 		if !again {
 			return resp, err
 		}
