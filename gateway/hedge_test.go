@@ -78,8 +78,9 @@ func (r *racers) attempts(id string) int {
 	return rc.attempts
 }
 
-// hedgeGateway starts a gateway on engine with one hedged route to rs.
-func hedgeGateway(t *testing.T, engine string, rs *racers, hedge string) *testGateway {
+// hedgeGateway starts a gateway on engine with one route to rs whose
+// policies are the YAML flow mapping's entries policies.
+func hedgeGateway(t *testing.T, engine string, rs *racers, policies string) *testGateway {
 	return startGateway(t, parseConfig(t, `
 server: {engine: %s}
 upstreams:
@@ -87,9 +88,8 @@ upstreams:
 routes:
   - name: r
     upstream: up
-    policies:
-      hedge: %s
-`, engine, rs.a.URL, rs.b.URL, hedge))
+    policies: {%s}
+`, engine, rs.a.URL, rs.b.URL, policies))
 }
 
 // awaitClosed waits for ch to close, failing the test after waitLimit.
@@ -132,11 +132,12 @@ func hedgeTimer(t *testing.T, tg *testGateway, base int, d time.Duration) {
 // TestHedgeFasterAnswerWins checks, on both engines, that a second attempt
 // goes to the other target once the delay has passed on the gateway's
 // clock (not before), that its answer is served, and that the first
-// attempt is cancelled: its upstream connection closed.
+// attempt is cancelled: its upstream connection closed. The lost attempt
+// is no failure: a breaker that opens on one failure stays closed.
 func TestHedgeFasterAnswerWins(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		rs := startRacers(t)
-		tg := hedgeGateway(t, engine, rs, "{delay: 50ms, budget: 1}")
+		tg := hedgeGateway(t, engine, rs, "hedge: {delay: 50ms, budget: 1}, circuit_breaker: {consecutive_failures: 1, failure_rate: 0}")
 		c := newClient(t)
 		base := tg.Clock.Timers()
 		answered := send(t, c, tg, "GET", "1")
@@ -157,8 +158,24 @@ func TestHedgeFasterAnswerWins(t *testing.T) {
 		}
 		rs.mu.Unlock()
 		awaitClosed(t, rc.cancelled, "the first attempt's cancellation")
-		if h := tg.routeStatus(t, "r").Hedge; h.Requests != 1 || h.Hedges != 1 || h.Wins != 1 || h.Denied != 0 {
+		// The loser settles after the answer: wait for it to leave the
+		// target before judging the breaker.
+		eventually(t, "the lost attempt settled", func() bool {
+			for _, u := range tg.Status().Upstreams {
+				for _, tt := range u.Targets {
+					if tt.InFlight != 0 {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		st := tg.routeStatus(t, "r")
+		if h := st.Hedge; h.Requests != 1 || h.Hedges != 1 || h.Wins != 1 || h.Denied != 0 {
 			t.Errorf("status %+v, want 1 request, 1 hedge, 1 win", *h)
+		}
+		if st.Breaker != "closed" {
+			t.Errorf("breaker %s after a lost attempt, want closed", st.Breaker)
 		}
 	})
 }
@@ -170,7 +187,7 @@ func TestHedgeFasterAnswerWins(t *testing.T) {
 func TestHedgeBudget(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		rs := startRacers(t)
-		tg := hedgeGateway(t, engine, rs, "{delay: 50ms, budget: 0.1}")
+		tg := hedgeGateway(t, engine, rs, "hedge: {delay: 50ms, budget: 0.1}")
 		c := newClient(t)
 		hedged := 0
 		for i := 1; i <= 20; i++ {
@@ -209,7 +226,7 @@ func TestHedgeBudget(t *testing.T) {
 func TestHedgeOnlyIdempotent(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		rs := startRacers(t)
-		tg := hedgeGateway(t, engine, rs, "{delay: 50ms, budget: 1}")
+		tg := hedgeGateway(t, engine, rs, "hedge: {delay: 50ms, budget: 1}")
 		c := newClient(t)
 		answered := send(t, c, tg, "POST", "p")
 		rc := rs.race("p")
