@@ -378,9 +378,10 @@ type Backoff struct {
 	Jitter string `yaml:"jitter"`
 }
 
-// Fallback degrades a request the route's upstream cannot answer (the
-// route's policies rejected it, its attempts failed, timed out or got a
-// 5xx) through up to three levels, tried in this order: another upstream,
+// Fallback degrades a request the route's upstream cannot answer (its
+// circuit breaker or concurrency limit refused it, its attempts failed,
+// timed out or got a 5xx; a rate limit's 429 is not degraded) through up
+// to three levels, tried in this order: another upstream,
 // the last good answer to the same request, a static answer. The first
 // level that has an answer gives it; when none has, the client gets the
 // route's own answer (its error, or the upstream's 5xx).
