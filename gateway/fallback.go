@@ -86,8 +86,8 @@ func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fast
 // the last good answer kept for key, if there is one: it returns the
 // reason for the log and true when it did. A good answer (err nil) is kept
 // instead, unless fellBack says it came from the fallback's upstream.
-func answerLastGood(ctx *fasthttp.RequestCtx, lc *lifecycle, key string, resp *fasthttp.Response, err error, fellBack bool) (string, bool) {
-	lg := lc.flow.lastGood
+func answerLastGood(ctx *fasthttp.RequestCtx, rt *route, key string, resp *fasthttp.Response, err error, fellBack bool) (string, bool) {
+	lg := rt.life.flow.lastGood
 	if lg == nil || key == "" {
 		return "", false
 	}
@@ -105,6 +105,6 @@ func answerLastGood(ctx *fasthttp.RequestCtx, lc *lifecycle, key string, resp *f
 		releaseResponse(resp)
 	}
 	_, reason := answer.Classify(err)
-	writeLastGood(ctx, sr, age)
+	writeLastGood(ctx, sr, age, rt.rules)
 	return "fallback:last_good:" + reason, true
 }

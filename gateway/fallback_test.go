@@ -33,8 +33,9 @@ func startSwitchable(t *testing.T, name string, header ...string) *switchable {
 
 // TestFallbackLevels checks the fallback's levels in order, on both
 // engines: another upstream, then the last good answer to the same
-// request (within max_age, never a private one, never another caller's),
-// then the static answer.
+// request (within max_age, never a private one, never another caller's,
+// with the route's response rules as any upstream answer), then the
+// static answer.
 func TestFallbackLevels(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		primary := startSwitchable(t, "primary")
@@ -47,6 +48,7 @@ upstreams:
 routes:
   - name: r
     upstream: up
+    headers: {response: {set: {X-Via: sluice}}}
     policies:
       fallback:
         upstream: backup
@@ -74,6 +76,9 @@ routes:
 		res := check("both down: the last good answer", "GET", "/a", alice, 200, "primary /a alice")
 		if res.Header.Get("Age") != "0" {
 			t.Errorf("last good answer's Age %q, want 0", res.Header.Get("Age"))
+		}
+		if res.Header.Get("X-Via") != "sluice" {
+			t.Errorf("last good answer without the route's response rules: X-Via %q", res.Header.Get("X-Via"))
 		}
 		check("another caller: not alice's answer", "GET", "/a", bob, 503, "static")
 		check("another path", "GET", "/b", alice, 503, "static")

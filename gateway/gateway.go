@@ -206,6 +206,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	err := g.server.ShutdownWithContext(ctx)
 	<-drained
+	if loops != nil {
+		// fasthttp closes the listeners its Serve had registered; one
+		// registered after ShutdownWithContext would block in Accept.
+		_ = loops.handoff.Close()
+	}
 	err = errors.Join(err, loopErr)
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -127,15 +127,21 @@ func (l *lastGood) answer(key string, req *fasthttp.RequestHeader) (*sharedRespo
 	return e.sr, time.Duration(age)
 }
 
-// writeLastGood answers ctx with sr, an answer kept age ago, with an Age
-// header (RFC 9111 section 5.1) saying how old it is. The gateway's
-// RateLimit headers for this request stay.
-func writeLastGood(ctx *fasthttp.RequestCtx, sr *sharedResponse, age time.Duration) {
+// writeLastGood answers ctx with sr, an answer kept age ago, as
+// sendResponse sends an upstream's (the route's response rules applied),
+// with an Age header (RFC 9111 section 5.1) saying how old it is. The
+// gateway's RateLimit headers for this request stay.
+func writeLastGood(ctx *fasthttp.RequestCtx, sr *sharedResponse, age time.Duration, rules *routeRules) {
 	resetResponse(ctx)
 	h := &ctx.Response.Header
+	kept := keepRateLimit(h)
 	for _, kv := range sr.headers {
 		h.AddBytesKV(kv[0], kv[1])
 	}
+	if rules != nil {
+		rules.response.apply(h)
+	}
+	kept.restore(h)
 	h.Set("Age", strconv.FormatInt(int64(age/time.Second), 10))
 	h.SetStatusCode(sr.status)
 	ctx.Response.SetBodyRaw(sr.body)
