@@ -200,6 +200,7 @@ func (v *validator) config(c *Config) {
 		}
 		v.match(path+".match", &r.Match)
 		v.policies(path+".policies", &r.Policies)
+		v.flow(path+".policies", r, c)
 		if r.Rewrite != nil {
 			v.prefix(path+".rewrite.strip_prefix", r.Rewrite.StripPrefix)
 			v.prefix(path+".rewrite.add_prefix", r.Rewrite.AddPrefix)

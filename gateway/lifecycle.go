@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/retry"
 )
 
@@ -34,6 +35,12 @@ type lifecycle struct {
 	pool     *pool
 	fallback *config.Fallback // nil when the route has none
 	clock    clock.Clock      // the gateway's: timers, latency samples, retry waits
+	// prio gives a request its priority class for admission; nil without
+	// classes.
+	prio *priorities
+	// flow holds the route's hedge and its fallback's levels before the
+	// static answer.
+	flow *flowPolicies
 }
 
 // newLifecycle builds the lifecycle of a route whose policies are p, sending
@@ -61,6 +68,8 @@ func newLifecycle(p *routePolicies, pl *pool, fallback *config.Fallback, clk clo
 		pool:     pl,
 		fallback: fallback,
 		clock:    clk,
+		prio:     p.prio,
+		flow:     p.flow,
 	}
 }
 
@@ -88,10 +97,14 @@ func (lc *lifecycle) headLimit() time.Duration {
 // as their begin and end calls do not run concurrently.
 type call struct {
 	lc       *lifecycle
-	final    bool           // a failed attempt must not be retried (see attemptError)
-	attempts retry.Attempts // when the route retries
-	last     *target        // the previous attempt's target
-	obs      *observation   // the request's log and trace record
+	ctx      context.Context // carries the request's priority class, for admission
+	final    bool            // a failed attempt must not be retried (see attemptError)
+	attempts retry.Attempts  // when the route retries
+	last     *target         // the previous attempt's target
+	obs      *observation    // the request's log and trace record
+	// retryReason says why the next attempt is a retry: the last settled
+	// attempt's failing status or error type (see endAttempt).
+	retryReason string
 }
 
 // attempt is one attempt of a call: admitted by the route's policies, with
@@ -100,14 +113,15 @@ type attempt struct {
 	adm     sluice.Admission
 	t       *target
 	passive sluice.Permit
-	start   time.Time // on the wall clock: the base of the attempt's deadlines
+	start   time.Time        // on the wall clock: the base of the attempt's deadlines
+	span    *tracing.Attempt // the attempt's span; nil when tracing is off
 }
 
-// start begins a call on lc. final says that a failed attempt must not be
-// retried: the request's body cannot be sent twice or its method is not
-// idempotent. obs records the call's attempts.
-func (c *call) start(lc *lifecycle, final bool, obs *observation) {
-	*c = call{lc: lc, final: final, obs: obs}
+// start begins a call on lc for req. final says that a failed attempt
+// must not be retried: the request's body cannot be sent twice or its
+// method is not idempotent. obs records the call's attempts.
+func (c *call) start(lc *lifecycle, req request, final bool, obs *observation) {
+	*c = call{lc: lc, ctx: lc.prio.of(req), final: final, obs: obs}
 	if lc.retry != nil {
 		c.attempts = lc.retry.Start()
 	}
@@ -122,7 +136,7 @@ func (c *call) start(lc *lifecycle, final bool, obs *observation) {
 // better one), and the request goes anyway, unrecorded, rather than failing
 // for certain (Envoy's "panic routing").
 func (c *call) begin() (attempt, error) {
-	adm, err := c.lc.admit.Begin(context.Background())
+	adm, err := c.lc.admit.Begin(c.ctx)
 	if err != nil {
 		return attempt{}, err
 	}
@@ -135,7 +149,7 @@ func (c *call) begin() (attempt, error) {
 		}
 	}
 	a.t.inflight.Add(1)
-	c.obs.beginAttempt(a.t)
+	a.span = c.obs.beginAttempt(a.t, c.retryReason)
 	return a, nil
 }
 
@@ -149,17 +163,33 @@ func (c *call) begin() (attempt, error) {
 // The outcomes carry no latency for the passive health: its breaker counts
 // failures in a row only.
 func (c *call) end(a *attempt, code int, retryAfter []byte, err error) (time.Duration, bool, error) {
-	c.obs.endAttempt(code, err, time.Now())
+	o := c.settle(a, code, retryAfter, err)
+	delay, ok := c.next(o)
+	return delay, ok, o.Err
+}
+
+// settle is end without the retry's decision: it reports attempt a's
+// outcome to the target's passive health and the route's admission
+// policies, and returns it, its Err the error the policies saw. A hedged
+// request settles each attempt of its race, then asks next once.
+func (c *call) settle(a *attempt, code int, retryAfter []byte, err error) sluice.Outcome {
+	c.retryReason = endAttempt(a.span, code, err)
 	o, err := attemptResult(code, retryAfter, err)
 	err = attemptError(err, c.final)
 	a.t.inflight.Add(-1)
 	a.passive.Done(o)
 	a.adm.End(context.Background(), err)
-	if c.lc.retry == nil || err == nil {
-		return 0, false, err
+	o.Err = err
+	return o
+}
+
+// next reports whether another attempt follows one that ended with o (see
+// settle), and after which delay.
+func (c *call) next(o sluice.Outcome) (time.Duration, bool) {
+	if c.lc.retry == nil || o.Err == nil {
+		return 0, false
 	}
-	delay, ok := c.attempts.Next(context.Background(), sluice.Result{Outcome: sluice.Outcome{Class: o.Class, Err: err}})
-	return delay, ok, err
+	return c.attempts.Next(context.Background(), sluice.Result{Outcome: o})
 }
 
 // cancelled ends the call during the wait before another attempt (the

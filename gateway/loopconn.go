@@ -385,7 +385,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	}
 	// The loops hold the whole body: only the method makes a request one
 	// that a failed attempt ends.
-	cc.call.start(rt.life, !idempotent(h.method), &cc.obs)
+	cc.call.start(rt.life, &cc.head, !idempotent(h.method), &cc.obs)
 	cc.deadline = time.Time{}
 	cc.attempt()
 }

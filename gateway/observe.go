@@ -16,21 +16,18 @@ import (
 // answer, for its log line and its trace: its id, its spans, its attempts
 // and the sizes of its bodies. Every engine keeps one per request in
 // flight, reuses it, and drives it through the same steps: begin, then
-// beginAttempt and endAttempt around each attempt, then Gateway.finish.
+// beginAttempt and endAttempt around each attempt (call.begin and
+// call.settle), then Gateway.finish.
 // With tracing off, no step allocates.
 type observation struct {
 	id    []byte // the request id, in idBuf
 	idBuf [requestid.MaxLen]byte
-	// trace is the request's server span and attempt the span of the
-	// attempt in flight; nil when tracing is off.
-	trace   *tracing.Request
-	attempt *tracing.Attempt
+	// trace is the request's server span; nil when tracing is off. The
+	// spans of its attempts are theirs (see call).
+	trace *tracing.Request
 	// attempts counts the attempts begun; target is the last one's.
 	attempts int
 	target   *target
-	// retryReason says why the next attempt would be a retry: the last
-	// attempt's failing status code or error type (see errorType).
-	retryReason string
 	// bytesIn and bytesOut are the sizes of the request and response
 	// bodies (see Gateway.logRequest).
 	bytesIn, bytesOut int64
@@ -74,23 +71,23 @@ func (o *observation) startTrace(tr *tracing.Provider, h headerReader, method, p
 	})
 }
 
-// beginAttempt records an attempt to t starting now.
-func (o *observation) beginAttempt(t *target) {
+// beginAttempt records an attempt to t and starts its span (nil when
+// tracing is off); reason says why it is not the first: the previous
+// attempt's failure (see endAttempt), "fallback", or "" for the first (or
+// a hedge).
+func (o *observation) beginAttempt(t *target, reason string) *tracing.Attempt {
 	o.attempts++
 	o.target = t
-	o.attempt = o.trace.Attempt(o.attempts, t.url, t.client.Addr, o.retryReason)
+	return o.trace.Attempt(o.attempts, t.url, t.client.Addr, reason)
 }
 
-// traceHeaders returns the W3C trace context the attempt in flight sends
-// upstream; empty when tracing is off.
-func (o *observation) traceHeaders() (traceparent []byte, tracestate string) {
-	return o.attempt.Headers()
-}
-
-// endAttempt records the end of the attempt in flight at now, with the
-// upstream's status code, or with err (an *UpstreamError) when no
-// response came.
-func (o *observation) endAttempt(code int, err error, now time.Time) {
+// endAttempt ends the span of an attempt, now, with the upstream's status
+// code, or with err (an *UpstreamError) when no response came, and
+// returns why an attempt after it would be a retry: the failing status
+// code or the error's type (see errorType); "" when it succeeded. It
+// touches no observation, so that an attempt that outlives its request (a
+// hedge that lost) may end at any time.
+func endAttempt(span *tracing.Attempt, code int, err error) string {
 	reason := ""
 	switch {
 	case err != nil:
@@ -98,8 +95,8 @@ func (o *observation) endAttempt(code int, err error, now time.Time) {
 	case code >= 500:
 		reason = strconv.Itoa(code)
 	}
-	o.attempt.End(code, reason, now)
-	o.attempt, o.retryReason = nil, reason
+	span.End(code, reason, time.Now())
+	return reason
 }
 
 // errorType names an attempt's error as retry.on does: connect_error (the
@@ -123,10 +120,6 @@ func errorType(err error) string {
 func (o *observation) end(route string, code int, reason string, now time.Time) {
 	if o.trace == nil {
 		return
-	}
-	if o.attempt != nil { // an attempt the request's end cut short
-		o.attempt.End(0, "abandoned", now)
-		o.attempt = nil
 	}
 	if o.coalesced {
 		o.trace.Event("coalesced", now)

@@ -28,6 +28,13 @@ import (
 // export at shutdown.
 func startObserved(t *testing.T, cfg *config.Config) (*testGateway, *logBuffer) {
 	t.Helper()
+	return startObservedStep(t, cfg, time.Nanosecond)
+}
+
+// startObservedStep is startObserved with the fake clock moving step at a
+// time whenever something waits on it.
+func startObservedStep(t *testing.T, cfg *config.Config, step time.Duration) (*testGateway, *logBuffer) {
+	t.Helper()
 	checkLeaks(t)
 	fc := clock.NewFake(time.Time{})
 	buf := &logBuffer{}
@@ -49,7 +56,7 @@ func startObserved(t *testing.T, cfg *config.Config) (*testGateway, *logBuffer) 
 		Clock: fc, Registry: reg, served: make(chan error, 1)}
 	go func() { tg.served <- g.Serve(ln) }()
 	t.Cleanup(func() { tg.stop(t) })
-	pumpClock(t, fc, time.Nanosecond)
+	pumpClock(t, fc, step)
 	return tg, buf
 }
 

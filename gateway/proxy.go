@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/internal/requestid"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // maxReplayBody is the largest request body kept in memory so that a retry
@@ -103,26 +104,40 @@ func (x *exchange) reset() *exchange {
 // not yet read) with the call's error: nil, a *StatusError with a 5xx
 // response, or the error of a refusal or a failed attempt without one.
 func (x *exchange) run() (*fasthttp.Response, error) {
-	x.c.start(x.rt.life, x.final, &x.obs)
+	x.c.start(x.rt.life, fastRequest{x.req}, x.final, &x.obs)
+	hedged := x.hedged()
+	if hedged {
+		x.rt.life.flow.hedgeBudget.Deposit()
+	}
 	for {
-		if x.stream != nil && x.sent {
-			// A retry of a body that streamed to an earlier attempt: it
-			// cannot be sent again, and no target or policy is charged.
-			x.releasePrev()
-			return nil, errNotReplayable
+		var resp *fasthttp.Response
+		var o sluice.Outcome
+		if hedged {
+			if resp, o = x.race(); o.Class == sluice.Dropped {
+				return nil, o.Err // refused: never retried
+			}
+		} else {
+			if x.stream != nil && x.sent {
+				// A retry of a body that streamed to an earlier attempt: it
+				// cannot be sent again, and no target or policy is charged.
+				x.releasePrev()
+				return nil, errNotReplayable
+			}
+			a, err := x.c.begin()
+			if err != nil {
+				x.releasePrev()
+				return nil, err
+			}
+			resp, err = x.attempt(&a)
+			var code int
+			var retryAfter []byte
+			if resp != nil {
+				code, retryAfter = outcomeOf(resp)
+			}
+			o = x.c.settle(&a, code, retryAfter, err)
 		}
-		a, err := x.c.begin()
-		if err != nil {
-			x.releasePrev()
-			return nil, err
-		}
-		resp, err := x.attempt(&a)
-		var code int
-		var retryAfter []byte
-		if resp != nil {
-			code, retryAfter = outcomeOf(resp)
-		}
-		delay, again, err := x.c.end(&a, code, retryAfter, err)
+		delay, again := x.c.next(o)
+		err := o.Err
 		if !again {
 			return resp, err
 		}
@@ -164,7 +179,7 @@ func outcomeOf(resp *fasthttp.Response) (int, []byte) {
 func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	x.releasePrev()
 	t := a.t
-	req := x.prepare(t)
+	req := x.prepare(t, a.span)
 	resp := x.direct
 	if resp == nil {
 		resp = fasthttp.AcquireResponse()
@@ -203,10 +218,11 @@ func (x *exchange) take(resp *fasthttp.Response) {
 }
 
 // prepare makes the client's request the upstream request for target t:
-// hop-by-hop headers go (once), X-Forwarded-* are set (once), and Host and
-// scheme name t. Sending the client's request itself, rather than a copy,
+// hop-by-hop headers go (once), X-Forwarded-* and X-Request-Id are set
+// (once), Host and scheme name t, and the trace context names span, the
+// attempt's (none when nil: tracing is off). Sending the client's request itself, rather than a copy,
 // saves copying its headers; every change is the same on a retry.
-func (x *exchange) prepare(t *target) *fasthttp.Request {
+func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 	req := x.req
 	rules := x.rt.rules
 	if !x.ready {
@@ -249,7 +265,7 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	if x.stream != nil {
 		x.sent = true
 	}
-	if tp, ts := x.obs.traceHeaders(); tp != nil {
+	if tp, ts := span.Headers(); tp != nil {
 		// Each attempt's own, unless the route's rules set or remove them.
 		if rules == nil || !rules.request.drops(hdrTraceparent) {
 			req.Header.SetCanonical(hdrTraceparent, tp)

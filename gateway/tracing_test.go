@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/tracing/tracingtest"
@@ -389,6 +390,57 @@ routes:
 		gw.stop(t)
 		if spans := rcv.Spans(); len(spans) != 2 {
 			t.Errorf("%d spans after shutdown, want 2 (the request's and its attempt's)", len(spans))
+		}
+	})
+}
+
+// TestTraceOfHedgedRequest checks a hedged request: both attempts are
+// spans under the request's, on a target each: the hedge a resend
+// without a retry reason, the one that lost an error.
+func TestTraceOfHedgedRequest(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		rcv := tracingtest.Start(t)
+		rs := startRacers(t)
+		gw, logs := startObservedStep(t, parseConfig(t, `
+server: {engine: %s}
+tracing: {endpoint: "%s"}
+upstreams:
+  up: {targets: ["%s", "%s"]}
+routes:
+  - name: r
+    upstream: up
+    policies: {hedge: {delay: 1ms, budget: 1}}
+`, engine, rcv.URL, rs.a.URL, rs.b.URL), time.Millisecond)
+		rc := rs.race("h")
+		if r := do(t, newClient(t), "GET", gw.URL+"/?id=h", http.Header{"X-Request-Id": {"hedged"}}, nil); r.Code != 200 || !strings.HasPrefix(r.Body, "fast ") {
+			t.Fatalf("%d %q, want the hedge's answer", r.Code, r.Body)
+		}
+		awaitClosed(t, rc.cancelled, "the first attempt's cancellation")
+		logs.requests(t, 1)
+		var spans []tracingtest.Span
+		eventually(t, "the request's and both attempts' spans", func() bool { // the loser's may end after the request
+			flushTraces(t, gw, logs, 1)
+			spans = rcv.Spans()
+			return len(spans) >= 3
+		})
+		servers, attempts := spansBy(spans)
+		server := servers["hedged"]
+		as := attempts[server.SpanID]
+		if len(as) != 2 {
+			t.Fatalf("attempt spans %+v, want 2 under the request's", as)
+		}
+		if as[0].Attrs["sluice.attempt"] == int64(2) {
+			as[0], as[1] = as[1], as[0]
+		}
+		first, hedge := as[0], as[1]
+		if !first.Error || first.Attrs["http.response.status_code"] != nil {
+			t.Errorf("the attempt that lost: %+v, want an error without a status", first)
+		}
+		if hedge.Error || hedge.Attrs["http.response.status_code"] != int64(200) || hedge.Attrs["http.request.resend_count"] != int64(1) || hedge.Attrs["sluice.retry_reason"] != nil {
+			t.Errorf("the hedge: %+v, want 200, resend count 1, no retry reason", hedge)
+		}
+		if first.Attrs["sluice.target"] == hedge.Attrs["sluice.target"] {
+			t.Errorf("both attempts to %v, want one per target", first.Attrs["sluice.target"])
 		}
 	})
 }

@@ -159,8 +159,8 @@ type Attempt struct {
 
 // Attempt begins, now, the span of the request's attempt number n (1 for
 // the first) to target (the upstream's base URL, whose host:port is addr);
-// retryReason says why the attempt is a retry ("" for the first). It
-// returns nil when r is nil.
+// retryReason says why the attempt is not the first (a retry's reason,
+// say; "" for none). It returns nil when r is nil.
 func (r *Request) Attempt(n int, target, addr, retryReason string) *Attempt {
 	if r == nil {
 		return nil
@@ -177,7 +177,10 @@ func (r *Request) Attempt(n int, target, addr, retryReason string) *Attempt {
 			attemptKey.Int(n),
 		)
 		if n > 1 {
-			span.SetAttributes(semconv.HTTPRequestResendCount(n-1), retryReasonKey.String(retryReason))
+			span.SetAttributes(semconv.HTTPRequestResendCount(n - 1))
+		}
+		if retryReason != "" {
+			span.SetAttributes(retryReasonKey.String(retryReason))
 		}
 	}
 	a := &Attempt{span: span}
