@@ -119,7 +119,7 @@ func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
 		// The deadline is on the gateway's clock (a fake one in tests).
 		tr.deadline = time.Now().Add(dl.Sub(x.rt.clock.Now()))
 	}
-	err := roundTrip(t.client, req, resp, tr)
+	err := t.roundTrip(req, resp, tr)
 	t.inflight.Add(-1)
 	// The outcomes carry no latency: the passive-health breaker counts
 	// failures in a row only (it ignores latency), so the attempt is not

@@ -21,8 +21,11 @@ import (
 
 // target is one server of an upstream pool.
 type target struct {
-	url      string // scheme://host:port, as configured
-	client   *fasthttp.HostClient
+	url    string // scheme://host:port, as configured
+	client *fasthttp.HostClient
+	// h2 is the pool's HTTP/2 transport when the upstream speaks h2 or
+	// h2c, which then carries the requests instead of client.
+	h2       *http.Transport
 	inflight atomic.Int64
 	// healthy is the verdict of the last active health check; true when the
 	// pool has no active checks.
@@ -176,7 +179,8 @@ func newPool(name string, cfg *config.Upstream, tc *tls.Config, g *Gateway) *poo
 	}
 	for _, raw := range cfg.Targets {
 		u, _ := url.Parse(raw) // validated by config
-		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D(), cfg.ConnectTimeout.D(), tc), wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D()}
+		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D(), cfg.ConnectTimeout.D(), tc), h2: p.h2,
+			wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D()}
 		t.healthy.Store(true)
 		b, err := breaker.New(breaker.Options{
 			Name:                "target " + raw,
