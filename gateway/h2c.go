@@ -5,15 +5,9 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
-	"sync"
 	"syscall"
 
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
-
-	"github.com/sluicehq/sluice/config"
 )
 
 // h2cPreface starts every HTTP/2 connection without TLS whose client knows
@@ -39,11 +33,7 @@ func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
 		// follows on the connection.
 		head := append([]byte(nil), h.Header()...)
 		ctx.HijackSetNoResponse(true)
-		ctx.Hijack(func(c net.Conn) {
-			done := make(chan struct{})
-			g.h2.deliver(&closeConn{Conn: &prefixConn{Conn: c, prefix: head}, done: done})
-			<-done // fasthttp closes c once this returns
-		})
+		ctx.Hijack(func(c net.Conn) { g.h2.upgrade(c, head) })
 		return
 	}
 	g.handle(ctx)
@@ -56,40 +46,6 @@ func h2cUpgrade(h *fasthttp.RequestHeader) bool {
 	up := h.Peek("Upgrade")
 	cl := h.ContentLength() // -2: no length and not chunked, so no body
 	return len(up) > 0 && hasToken(up, "h2c") && (cl == 0 || cl == -2) && len(h.Peek("Http2-Settings")) > 0
-}
-
-// closeConn reports its Close on done, once.
-type closeConn struct {
-	net.Conn
-	done chan struct{}
-	once sync.Once
-}
-
-func (c *closeConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { close(c.done) })
-	return err
-}
-
-// handler is the HTTP/2 engine's handler: ServeHTTP, with the upgrade of
-// an HTTP/1.1 request to h2c done first. (Prior knowledge needs nothing:
-// net/http serves a connection that starts with the preface on HTTP/2
-// itself.)
-func (e *h2Engine) handler(cfg *config.Config) http.Handler {
-	s := cfg.Server
-	up := h2c.NewHandler(e, &http2.Server{
-		MaxConcurrentStreams:     uint32(s.HTTP2.MaxConcurrentStreams),
-		MaxUploadBufferPerStream: int32(s.HTTP2.MaxStreamBufferBytes),
-		IdleTimeout:              s.IdleTimeout.D(),
-		WriteByteTimeout:         s.WriteTimeout.D(),
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor == 1 && r.TLS == nil && hasToken([]byte(r.Header.Get("Upgrade")), "h2c") {
-			up.ServeHTTP(w, r)
-			return
-		}
-		e.ServeHTTP(w, r)
-	})
 }
 
 // sniffListener gives the goroutine engine, when it serves the plaintext

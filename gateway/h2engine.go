@@ -27,6 +27,7 @@ type h2Engine struct {
 	srv   *http.Server
 	plain *handoffListener // h2c connections handed over
 	ctxs  sync.Pool        // *fasthttp.RequestCtx for ServeHTTP
+	up    upgrades         // connections upgraded to h2c (h2cupgrade.go)
 
 	mu      sync.Mutex // protects serving
 	serving sync.WaitGroup
@@ -119,6 +120,8 @@ func (e *h2Engine) shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	upgraded := make(chan error, 1)
+	go func() { upgraded <- e.shutdownUpgrades(ctx) }()
 	err := e.srv.Shutdown(ctx)        // closes the listeners it serves
 	_ = e.plain.Close()               // in case it did not serve it yet
 	for drained := false; !drained; { // connections delivered but not accepted
@@ -131,6 +134,9 @@ func (e *h2Engine) shutdown(ctx context.Context) error {
 	}
 	if err != nil {
 		err = errors.Join(fmt.Errorf("HTTP/2 and TLS connections: %w", err), e.srv.Close())
+	}
+	if uerr := <-upgraded; uerr != nil {
+		err = errors.Join(err, fmt.Errorf("connections upgraded to h2c: %w", uerr))
 	}
 	e.serving.Wait()
 	return err

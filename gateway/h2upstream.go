@@ -52,9 +52,9 @@ func (t *target) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, tr tr
 // h2RoundTrip sends req to target t over tr, an h2 or h2c transport, and
 // reads the response into resp: its status and headers, and its body whole
 // when it is at most smallBody long, else as a stream. The bounds are
-// roundTrip's: the trip's deadline bounds the whole exchange, its wait
-// each wait for the target (for the response's head, then between two
-// reads of the body), and its cut ends the exchange when the client
+// roundTrip's: the response's head must come by the trip's head, the whole
+// exchange ends by its deadline, each wait between two reads of the body
+// is bounded by its wait, and its cut ends the exchange when the client
 // leaves. HTTP/2 flow control paces the target when the client reads the
 // stream slowly.
 func h2RoundTrip(tr *http.Transport, t *target, req *fasthttp.Request, resp *fasthttp.Response, trp trip) error {
@@ -72,7 +72,14 @@ func h2RoundTrip(tr *http.Transport, t *target, req *fasthttp.Request, resp *fas
 		cancel()
 		return err
 	}
-	stall.arm()
+	if !trp.head.IsZero() {
+		d := time.Until(trp.head)
+		if d <= 0 {
+			cancel()
+			return fasthttp.ErrTimeout
+		}
+		stall.arm(d)
+	}
 	hresp, err := tr.RoundTrip(hreq)
 	stall.disarm()
 	err = trp.cut.clear(err)
@@ -143,9 +150,9 @@ func h2Request(ctx context.Context, t *target, req *fasthttp.Request) (*http.Req
 	return hreq, nil
 }
 
-// stallTimer cancels an exchange when the target keeps it waiting longer
-// than wait (response_header_timeout): for the response's head, then
-// between two reads of its body. A zero wait never fires.
+// stallTimer cancels an exchange when the target keeps it waiting too
+// long: for the response's head, then longer than wait
+// (response_header_timeout; zero: no bound) between two reads of its body.
 type stallTimer struct {
 	wait   time.Duration
 	cancel context.CancelFunc
@@ -153,15 +160,13 @@ type stallTimer struct {
 	fired  atomic.Bool
 }
 
-func (s *stallTimer) arm() {
-	if s.wait <= 0 {
-		return
-	}
+// arm cancels the exchange unless disarm is called within d.
+func (s *stallTimer) arm(d time.Duration) {
 	if s.timer == nil {
-		s.timer = time.AfterFunc(s.wait, func() { s.fired.Store(true); s.cancel() })
+		s.timer = time.AfterFunc(d, func() { s.fired.Store(true); s.cancel() })
 		return
 	}
-	s.timer.Reset(s.wait)
+	s.timer.Reset(d)
 }
 
 func (s *stallTimer) disarm() {
@@ -180,7 +185,9 @@ type h2Body struct {
 }
 
 func (b *h2Body) Read(p []byte) (int, error) {
-	b.stall.arm()
+	if b.stall.wait > 0 {
+		b.stall.arm(b.stall.wait)
+	}
 	n, err := b.body.Read(p)
 	b.stall.disarm()
 	if err != nil && err != io.EOF && b.stall.fired.Load() {
