@@ -214,6 +214,7 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 		HalfOpenCalls:       bc.HalfOpenCalls,
 		OnStateChange: func(n string, from, to breaker.State) {
 			g.metrics.BreakerState(n, int(to), to.String(), true)
+			g.breakerLog.record(n, from, to, g.clock.Now())
 			g.log.Warn("circuit breaker state changed", "breaker", n, "from", from.String(), "to", to.String())
 		},
 	}
