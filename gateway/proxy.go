@@ -71,6 +71,7 @@ type exchange struct {
 	c       call
 	req     *fasthttp.Request // the client's request, sent upstream as it is once prepared
 	xff     []byte            // the X-Forwarded-For value to send
+	https   bool              // the client came over TLS: X-Forwarded-Proto is https unless a trusted proxy said
 	ready   bool              // req's headers are prepared for the upstream
 	body    []byte            // the replayable body; nil when streamed
 	stream  io.Reader         // the body when not replayable
@@ -181,7 +182,7 @@ func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	if resp == nil {
 		resp = fasthttp.AcquireResponse()
 	}
-	err := roundTrip(t.client, req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
+	err := t.roundTrip(req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
 	if err != nil {
 		if resp != x.direct {
 			fasthttp.ReleaseResponse(resp)
@@ -224,6 +225,9 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	if !x.ready {
 		x.ready = true
 		fwdHost, fwdProto := req.Header.Host(), valueHTTP
+		if x.https {
+			fwdProto = valueHTTPS
+		}
 		if x.trusted {
 			// Cloned: removeHopRequest drops the headers they are in.
 			if v := oneList(req.Header.PeekAll("X-Forwarded-Host")); len(v) > 0 {
