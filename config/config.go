@@ -53,7 +53,9 @@ type Config struct {
 // POST /reload).
 type Admin struct {
 	// Listen is the admin address. Default 127.0.0.1:9901. "off" disables
-	// the admin API.
+	// the admin API. Its listener takes the limits of Server
+	// (read_header_timeout, idle_timeout, max_header_bytes) and holds at
+	// most 64 connections at once.
 	Listen string `yaml:"listen"`
 	// Token, when set, is the bearer token that mutating endpoints
 	// (POST /reload) require. Default: none. Required when Listen is not
