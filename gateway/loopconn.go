@@ -5,6 +5,7 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -102,8 +103,10 @@ type loopRequest struct {
 	rl        []byte // the RateLimit header value, in rlBuf
 	rlBuf     [64]byte
 	up        *upConn
-	replayed  bool // sent again after a stale upstream connection
-	wantClose bool // the client asked to close after the response
+	replayed  bool     // sent again after a stale upstream connection
+	half      net.Conn // the socket, once the client shut its side (see halfClose)
+	halfOut   []byte   // the response for half, written in answerHalf
+	wantClose bool     // the client asked to close after the response
 	timer     clock.Timer
 
 	stream         net.Conn // the upstream connection a streamed response comes from
@@ -129,33 +132,42 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 	})
 }
 
-// closed is the connection's end, or the loop's part of it after a
-// hand-over. A request still upstream is cancelled: its attempt's
-// connection is closed (it is not pooled, and the target sees the client
-// leave) and no other attempt starts. A response waiting to stream is
-// dropped with its upstream connection.
-func (cc *clientConn) closed() {
+// closed is the connection's end (err is why: io.EOF when the client
+// closed or shut its side, see halfClose), or the loop's part of it after
+// a hand-over. A request still upstream is cancelled (see cancel). A
+// response waiting to stream is dropped with its upstream connection.
+func (cc *clientConn) closed(err error) {
 	cc.wake.Stop()
 	cc.l.e.conns.Add(-1)
 	delete(cc.l.conns, cc)
+	if errors.Is(err, io.EOF) && cc.halfClose() {
+		return
+	}
 	switch cc.state {
 	case stateBusy:
 		cc.gone = true // an answer that comes is dropped
-		if up := cc.up; up != nil {
-			up.abandon()
-			cc.upstreamDone(nil, upstreamError(cc.att.t, errClientGone))
-		} else if cc.timer != nil {
-			// The wait before another attempt: it ends now, as on the
-			// goroutine engine, with the last attempt's error.
-			cc.stopTimer()
-			cc.call.cancelled(cc.lastErr)
-			cc.respond(nil, cc.lastErr)
-		}
+		cc.cancel()
 	case stateStreaming:
 		cc.state = stateGone
 		cc.ctx.Response.Reset() // closes the body
 		_ = cc.stream.Close()
 		cc.stream = nil
+	}
+}
+
+// cancel ends the request of a client that left while it was upstream:
+// its attempt's connection is closed (it is not pooled, and the target
+// sees the client leave) and no other attempt starts.
+func (cc *clientConn) cancel() {
+	if up := cc.up; up != nil {
+		up.abandon()
+		cc.upstreamDone(nil, upstreamError(cc.att.t, errClientGone))
+	} else if cc.timer != nil {
+		// The wait before another attempt: it ends now, as on the
+		// goroutine engine, with the last attempt's error.
+		cc.stopTimer()
+		cc.call.cancelled(cc.lastErr)
+		cc.respond(nil, cc.lastErr)
 	}
 }
 
@@ -520,7 +532,9 @@ func (cc *clientConn) respond(resp *fasthttp.Response, err error) {
 	if ctx.Response.IsBodyStream() {
 		cc.end(reason)
 		cc.state = stateStreaming
-		if !cc.gone {
+		if cc.half != nil {
+			cc.streamHalf()
+		} else if !cc.gone {
 			_ = cc.c.Wake(nil) // streamOut runs in the client's own event
 		}
 		return
@@ -549,7 +563,7 @@ func (cc *clientConn) reply() {
 	answerFor(&ctx.Response, ctx.IsHead(), cc.closing())
 	if !cc.gone {
 		w := cc.l.writer()
-		if ctx.Response.Write(w) != nil || cc.l.flush(cc.c) != nil {
+		if ctx.Response.Write(w) != nil || w.Flush() != nil || cc.write() != nil {
 			cc.closeNext = true
 		}
 	}
@@ -581,7 +595,7 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 		}
 		l := cc.l
 		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now())
-		if l.write(cc.c) != nil {
+		if cc.write() != nil {
 			cc.closeNext = true
 		}
 	}
@@ -608,6 +622,10 @@ func (cc *clientConn) ready() {
 		cc.in = nil // do not keep a large body's buffer
 	}
 	cc.body = nil
+	if cc.half != nil {
+		cc.answerHalf()
+		return
+	}
 	cc.state, cc.pollDelay, cc.outSince = stateIdle, 0, time.Time{}
 	cc.deadline = time.Now().Add(cc.l.e.g.state.Load().cfg.Server.IdleTimeout.D())
 	if !cc.gone && (cc.closeNext || c.InboundBuffered() > 0) {
