@@ -265,10 +265,20 @@ var (
 	lf2   = []byte("\n\n")
 )
 
-// checkDeadline closes the connection when its deadline has passed, and
-// sets the wake timer again otherwise.
+// checkDeadline closes the connection when its deadline has passed, or
+// when responses have waited unread for server.write_timeout (see
+// watchUnread), and sets the wake timer again otherwise.
 func (cc *clientConn) checkDeadline() (gnet.Action, bool) {
 	now := time.Now()
+	if cc.state == stateIdle && cc.outLast > 0 {
+		if next, ok := cc.watchUnread(now); !ok {
+			return gnet.Close, true
+		} else if !next.IsZero() {
+			cc.wakeAt = next
+			cc.wake.Reset(next.Sub(now))
+			return gnet.None, false
+		}
+	}
 	if cc.state == stateIdle && !cc.deadline.IsZero() && !now.Before(cc.deadline) {
 		return gnet.Close, true
 	}
@@ -279,6 +289,41 @@ func (cc *clientConn) checkDeadline() (gnet.Action, bool) {
 	cc.wakeAt = next
 	cc.wake.Reset(next.Sub(now))
 	return gnet.None, false
+}
+
+// watchUnread bounds the wait of a connection between requests whose
+// responses wait unread (in the loop: the socket's buffers are full) by
+// server.write_timeout rather than server.idle_timeout, as on the
+// goroutine engine, whose write waits: the connection closes once the
+// client has read nothing for that long. It looks again at most
+// maxPollDelay later (next), to see the client read; when the client has
+// read everything the connection is idle from then on, and next is zero.
+// It reports false when the connection is to close.
+func (cc *clientConn) watchUnread(now time.Time) (next time.Time, ok bool) {
+	out := cc.c.OutboundBuffered()
+	srv := &cc.l.e.g.state.Load().cfg.Server
+	switch {
+	case out == 0:
+		cc.outLast, cc.outSince = 0, time.Time{}
+		if !cc.reading {
+			cc.deadline = now.Add(srv.IdleTimeout.D())
+		}
+		return time.Time{}, true
+	case out < cc.outLast:
+		cc.outSince = now // the client read some
+	case now.Sub(cc.outSince) >= srv.WriteTimeout.D():
+		return time.Time{}, false
+	}
+	cc.outLast = out
+	return earliest(cc.outSince.Add(srv.WriteTimeout.D()), now.Add(maxPollDelay)), true
+}
+
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // setDeadline sets when the connection closes unless its request is in,
@@ -310,12 +355,16 @@ func (cc *clientConn) await() gnet.Action {
 	return gnet.None
 }
 
+// maxPollDelay is the longest a loop waits before it looks again whether a
+// client has read the responses that wait for it.
+const maxPollDelay = 50 * time.Millisecond
+
 // poll comes back to the connection shortly, to see whether the client has
 // read what was sent to it: after 1 ms, then twice as long each time, up
-// to 50 ms, until a response goes out.
+// to maxPollDelay, until a response goes out.
 func (cc *clientConn) poll() {
 	c := cc.c
-	cc.pollDelay = min(max(2*cc.pollDelay, time.Millisecond), 50*time.Millisecond)
+	cc.pollDelay = min(max(2*cc.pollDelay, time.Millisecond), maxPollDelay)
 	time.AfterFunc(cc.pollDelay, func() { _ = c.Wake(nil) })
 }
 
@@ -626,8 +675,17 @@ func (cc *clientConn) ready() {
 		cc.answerHalf()
 		return
 	}
-	cc.state, cc.pollDelay, cc.outSince = stateIdle, 0, time.Time{}
-	cc.deadline = time.Now().Add(cc.l.e.g.state.Load().cfg.Server.IdleTimeout.D())
+	now := time.Now()
+	cc.state, cc.pollDelay, cc.outLast, cc.outSince = stateIdle, 0, 0, time.Time{}
+	cc.deadline = now.Add(cc.l.e.g.state.Load().cfg.Server.IdleTimeout.D())
+	if out := c.OutboundBuffered(); out > 0 && !cc.gone {
+		// The response waits unread: watchUnread bounds the wait.
+		cc.outLast, cc.outSince = out, now
+		if next := now.Add(maxPollDelay); next.Before(cc.wakeAt) {
+			cc.wakeAt = next
+			cc.wake.Reset(maxPollDelay)
+		}
+	}
 	if !cc.gone && (cc.closeNext || c.InboundBuffered() > 0) {
 		_ = c.Wake(nil) // close, or serve the next request already here
 	}
