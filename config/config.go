@@ -90,7 +90,9 @@ type Certificate struct {
 // POST /reload).
 type Admin struct {
 	// Listen is the admin address. Default 127.0.0.1:9901. "off" disables
-	// the admin API.
+	// the admin API. Its listener takes the limits of Server
+	// (read_header_timeout, idle_timeout, max_header_bytes) and holds at
+	// most 64 connections at once.
 	Listen string `yaml:"listen"`
 	// Token, when set, is the bearer token that mutating endpoints
 	// (POST /reload) require. Default: none. Required when Listen is not
@@ -144,6 +146,8 @@ type Server struct {
 	// ReadTimeout bounds reading a whole request, body included. Default 60s.
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
+	// A connection whose responses wait for the client to read them is not
+	// idle: WriteTimeout bounds it.
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// WriteTimeout bounds each wait to send a response to a client: a
 	// client that reads nothing of it for this long (as one that stopped
