@@ -58,7 +58,9 @@ type Options struct {
 	// Logger receives the request log and events. Nil means one built from
 	// the configuration's log settings, writing to standard error.
 	Logger *slog.Logger
-	// Metrics receives counters and gauges. Nil means none are kept.
+	// Metrics receives counters and gauges, and reads the gateway's live
+	// state at each scrape (telemetry.Metrics.Watch). Nil means none are
+	// kept.
 	Metrics *telemetry.Metrics
 	// Clock drives health checks and the policies' windows. Nil means
 	// clock.Real.
@@ -114,6 +116,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	st.version = 1
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
+	g.metrics.Configured(g.reload.At)
+	g.metrics.Watch(g.live)
 	g.server = &fasthttp.Server{
 		Handler:                      g.handle,
 		ReadTimeout:                  cfg.Server.ReadHeaderTimeout.D(),
@@ -224,15 +228,16 @@ func (g *Gateway) Apply(cfg *config.Config) error {
 	g.reload.At = time.Now()
 	if err != nil {
 		g.reload.OK, g.reload.Error = false, err.Error()
-		g.metrics.Reload(false)
+		g.metrics.Reload(false, g.reload.At)
 		g.log.Error("reload refused", "error", err)
 		return err
 	}
 	st.version = old.version + 1
 	g.state.Store(st)
 	old.close(st)
+	forgetRemoved(old, st)
 	g.reload = ReloadStatus{At: g.reload.At, OK: true, Version: st.version}
-	g.metrics.Reload(true)
+	g.metrics.Reload(true, g.reload.At)
 	g.log.Info("configuration applied", "version", st.version, "routes", len(st.routes))
 	return nil
 }
@@ -244,7 +249,7 @@ func (g *Gateway) Refuse(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.reload.At, g.reload.OK, g.reload.Error = time.Now(), false, err.Error()
-	g.metrics.Reload(false)
+	g.metrics.Reload(false, g.reload.At)
 	g.log.Error("reload refused", "error", err)
 }
 

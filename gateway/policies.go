@@ -186,9 +186,6 @@ func buildRetry(name string, rc *config.Retry, g *Gateway) (*retry.Retry, error)
 		Budget:      budget,
 		Clock:       g.clock,
 		RetryIf:     on,
-		OnRetry: func(int, time.Duration, sluice.Result) {
-			g.metrics.Retry(name)
-		},
 	})
 }
 
@@ -241,7 +238,7 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 		OpenDuration:        bc.OpenFor.D(),
 		HalfOpenCalls:       bc.HalfOpenCalls,
 		OnStateChange: func(n string, from, to breaker.State) {
-			g.metrics.BreakerState(n, int(to), to.String(), true)
+			g.metrics.BreakerTransition(n, to)
 			g.log.Warn("circuit breaker state changed", "breaker", n, "from", from.String(), "to", to.String())
 		},
 	}
@@ -253,7 +250,6 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 	if err != nil {
 		return nil, fmt.Errorf("circuit_breaker: %w", err)
 	}
-	g.metrics.BreakerState(name, int(breaker.Closed), breaker.Closed.String(), false)
 	return b, nil
 }
 
@@ -276,14 +272,10 @@ func buildConcurrency(name string, cc *config.Concurrency, p *routePolicies, g *
 		MaxQueue:  cc.Queue,
 		MaxWait:   cc.MaxWait.D(),
 		Clock:     g.clock,
-		OnLimitChange: func(_, n int) {
-			g.metrics.ConcurrencyLimit(name, n)
-		},
 	})
 	if err != nil {
 		return fmt.Errorf("concurrency.adaptive: %w", err)
 	}
 	p.adaptive = l
-	g.metrics.ConcurrencyLimit(name, alg.Limit())
 	return nil
 }

@@ -10,8 +10,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/telemetry"
 )
+
+// everyState is a live state with a series in every live metric.
+var everyState = telemetry.Live{
+	Routes: []telemetry.RouteState{{Name: "infer", InFlight: 3, HasBreaker: true, Breaker: breaker.HalfOpen,
+		Concurrency: &telemetry.ConcurrencyState{Limit: 8, Queued: 2},
+		Retry:       &telemetry.RetryState{Retries: 5, BudgetRefused: 1}}},
+	Targets: []telemetry.TargetState{{Upstream: "models", URL: "http://127.0.0.1:8080", Healthy: true, Breaker: breaker.Open, InFlight: 1}},
+}
 
 // documented is one row of the table in docs/metrics.md.
 type documented struct {
@@ -90,11 +100,13 @@ func exported(t *testing.T) map[string]documented {
 	m.Request("infer", 200, "", time.Millisecond)
 	r.Request(429, "rate_limited", time.Millisecond)
 	r.RateLimit(true)
-	m.BreakerState("infer", 1, "open", true)
-	m.ConcurrencyLimit("infer", 8)
-	m.Reload(true)
-	m.Retry("infer")
+	m.BreakerTransition("infer", breaker.Open)
+	m.Reload(true, time.Now())
 	m.StoreEvictions().Add(1)
+	tg := m.Target("models", "http://127.0.0.1:8080")
+	tg.Attempt(sluice.Success, time.Millisecond)
+	tg.BreakerTransition(breaker.Open)
+	m.Watch(func() telemetry.Live { return everyState })
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
