@@ -16,7 +16,6 @@ import (
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/retry"
-	"github.com/sluicehq/sluice/timeout"
 )
 
 // routePolicies are the policy instances of a route, with the settings they
@@ -40,8 +39,8 @@ type routePolicies struct {
 // buildRoute builds a route of st from its configuration, reusing old's
 // policies (old may be nil) where their settings are unchanged.
 func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, error) {
-	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream], fallback: rc.Policies.Fallback,
-		clock: g.clock, metrics: g.metrics.Route(rc.Name)}
+	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream],
+		metrics: g.metrics.Route(rc.Name)}
 	var prev *routePolicies
 	if old != nil {
 		prev = old.policies
@@ -53,35 +52,8 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	r.policies = p
 	r.limit = p.rate
 	r.group = p.group
-	var admit []sluice.Policy
-	if p.breaker != nil {
-		admit = append(admit, p.breaker)
-	}
-	if p.bulkhead != nil {
-		admit = append(admit, p.bulkhead)
-	}
-	if p.adaptive != nil {
-		admit = append(admit, p.adaptive)
-	}
-	var chain []sluice.Policy
-	if p.retry != nil {
-		chain = append(chain, p.retry)
-	}
-	chain = append(chain, admit...)
-	if p.timeout > 0 {
-		t, err := timeout.New(timeout.Options{Timeout: p.timeout, Clock: g.clock})
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, t)
-	}
-	// Latency samples (adaptive limits, slow calls) are taken on the
-	// gateway's clock, like the policies' windows.
-	r.guard = sluice.New(chain...).WithClock(g.clock).WithClassifier(classify)
+	r.life = newLifecycle(p, r.pool, rc.Policies.Fallback, g.clock)
 	r.loop = loopRoute(rc, st, r.pool)
-	if r.loop {
-		r.admit = sluice.New(admit...).WithClock(g.clock).WithClassifier(classify)
-	}
 	return r, nil
 }
 
