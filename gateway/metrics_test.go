@@ -3,11 +3,14 @@ package gateway_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -239,6 +242,123 @@ routes:
 		}
 		if got := at(); got != applied {
 			t.Errorf("a refused reload moved the success timestamp from %v to %v", applied, got)
+		}
+	})
+}
+
+// TestRequestDurationToEndOfBody holds a streamed response's body at the
+// upstream after its head and first part have reached the client: the
+// request is not recorded yet (it used to be, at the head); once the rest
+// is sent it is, with a duration that covers the wait for the body.
+func TestRequestDurationToEndOfBody(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		const size = 256 << 10 // streams: larger than what is read whole
+		g := newGate(1)
+		t.Cleanup(g.open)
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(size))
+			_, _ = w.Write(make([]byte, size/2))
+			w.(http.Flusher).Flush()
+			g.wait(r)
+			_, _ = w.Write(make([]byte, size-size/2))
+		})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: s, upstream: up}
+`, engine, up.URL))
+		resp, err := newClient(t).Get(gw.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		head := time.Now()
+		g.awaitArrivals(t, 1)
+		m := gw.metricsText(t)
+		released := time.Now()
+		g.open()
+		if !strings.Contains(m, `sluice_request_duration_seconds_count{route="s"} 0`) || strings.Contains(m, "sluice_requests_total{") {
+			t.Errorf("the request is recorded while its body is still streaming:\n%s", grepLines(m, "sluice_request"))
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err != nil || n != size {
+			t.Fatalf("body: %d bytes, %v; want %d", n, err, size)
+		}
+		var sum float64
+		eventually(t, "the request recorded", func() bool {
+			families, err := gw.Registry.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range families {
+				if f.GetName() == "sluice_request_duration_seconds" && len(f.GetMetric()) == 1 && f.GetMetric()[0].GetHistogram().GetSampleCount() == 1 {
+					sum = f.GetMetric()[0].GetHistogram().GetSampleSum()
+					return true
+				}
+			}
+			return false
+		})
+		if wait := released.Sub(head).Seconds(); sum < wait {
+			t.Errorf("recorded duration %gs, shorter than the %gs between the head and the body's release", sum, wait)
+		}
+		if m := gw.metricsText(t); !strings.Contains(m, `sluice_requests_total{code="200",outcome="ok",route="s"} 1`) {
+			t.Errorf("requests:\n%s", grepLines(m, "sluice_requests_total"))
+		}
+	})
+}
+
+// TestMetricsTargetAttempts sends requests to an upstream of a failing and
+// a healthy target: each target's attempts are counted by class and timed,
+// and the failing one's passive-health breaker shows open in its state set
+// and its transitions, under the target's URL and upstream's name.
+func TestMetricsTargetAttempts(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		bad := startUpstream(t, "bad", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "bad", http.StatusBadGateway)
+		})
+		good := startUpstream(t, "good", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s", "%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, bad.URL, good.URL))
+		c := newClient(t)
+		for range 20 {
+			get(t, c, gw.URL+"/")
+		}
+		if n := bad.calls.Load(); n != 5 {
+			t.Fatalf("the failing target got %d calls, want 5 (then its breaker opens)", n)
+		}
+		compareMetrics(t, gw, fmt.Sprintf(`sluice_target_breaker_state{state="closed",target=%[1]q,upstream="up"} 0
+sluice_target_breaker_state{state="closed",target=%[2]q,upstream="up"} 1
+sluice_target_breaker_state{state="disabled",target=%[1]q,upstream="up"} 0
+sluice_target_breaker_state{state="disabled",target=%[2]q,upstream="up"} 0
+sluice_target_breaker_state{state="forced-open",target=%[1]q,upstream="up"} 0
+sluice_target_breaker_state{state="forced-open",target=%[2]q,upstream="up"} 0
+sluice_target_breaker_state{state="half-open",target=%[1]q,upstream="up"} 0
+sluice_target_breaker_state{state="half-open",target=%[2]q,upstream="up"} 0
+sluice_target_breaker_state{state="open",target=%[1]q,upstream="up"} 1
+sluice_target_breaker_state{state="open",target=%[2]q,upstream="up"} 0
+sluice_target_breaker_transitions_total{target=%[1]q,to="open",upstream="up"} 1
+sluice_target_requests_total{class="failure",target=%[1]q,upstream="up"} 5
+sluice_target_requests_total{class="failure",target=%[2]q,upstream="up"} 0
+sluice_target_requests_total{class="ignored",target=%[1]q,upstream="up"} 0
+sluice_target_requests_total{class="ignored",target=%[2]q,upstream="up"} 0
+sluice_target_requests_total{class="success",target=%[1]q,upstream="up"} 0
+sluice_target_requests_total{class="success",target=%[2]q,upstream="up"} 15
+`, bad.URL, good.URL), "sluice_target_breaker_state", "sluice_target_breaker_transitions_total", "sluice_target_requests_total")
+		m := gw.metricsText(t)
+		for _, want := range []string{
+			fmt.Sprintf(`sluice_target_request_duration_seconds_count{target=%q,upstream="up"} 5`, bad.URL),
+			fmt.Sprintf(`sluice_target_request_duration_seconds_count{target=%q,upstream="up"} 15`, good.URL),
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("no %s:\n%s", want, grepLines(m, "sluice_target_request_duration_seconds_count"))
+			}
 		}
 	})
 }

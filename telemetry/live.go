@@ -92,7 +92,7 @@ func newLiveCollector() *liveCollector {
 	route, target := []string{"route"}, []string{"upstream", "target"}
 	return &liveCollector{
 		routeInFlight: prometheus.NewDesc("sluice_route_in_flight_requests",
-			"Requests a route is serving now, queued ones included.", route, nil),
+			"Requests a route is serving now, queued ones included, until their response is handed over (a body streaming from a target is not counted).", route, nil),
 		breakerState: prometheus.NewDesc("sluice_breaker_state",
 			"State of a route's circuit breaker as a state set: 1 for its current state, 0 for the others.", []string{"route", "state"}, nil),
 		concLimit: prometheus.NewDesc("sluice_concurrency_limit",

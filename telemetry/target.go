@@ -25,7 +25,7 @@ func newTargetVecs() targetVecs {
 		}, []string{"upstream", "target", "class"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sluice_target_request_duration_seconds",
-			Help:    "Time from sending an attempt to an upstream target to receiving its response, by upstream and target.",
+			Help:    "Time from starting an attempt on an upstream target to its response's arrival (its headers, and its body when read whole), by upstream and target.",
 			Buckets: durationBuckets,
 		}, []string{"upstream", "target"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{

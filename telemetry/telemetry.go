@@ -70,7 +70,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"route", "code", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sluice_request_duration_seconds",
-			Help:    "Time from receiving a request's headers to sending its response headers, by route.",
+			Help:    "Time from receiving a request's headers to sending the last byte of its response, by route.",
 			Buckets: durationBuckets,
 		}, []string{"route"}),
 		breakerChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
