@@ -124,3 +124,14 @@ func BenchmarkRouteRequest(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkTargetAttempt(b *testing.B) {
+	m, _ := telemetry.New(prometheus.NewRegistry())
+	t := m.Target("models", "http://127.0.0.1:8080")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t.Attempt(sluice.Success, time.Millisecond)
+		}
+	})
+}

@@ -120,3 +120,30 @@ func (nopSink) Retry(string)                             {}
 func (nopSink) GiveUp(string, retry.StopReason)          {}
 func (nopSink) Call(sluice.Class, time.Duration)         {}
 func (nopSink) Rejected(string, sluice.Reason)           {}
+
+// BenchmarkDo measures what the observer's policy adds to a call through a
+// Guard of a bulkhead: compare with and without it.
+func BenchmarkDo(b *testing.B) {
+	bulkhead, err := concurrency.NewBulkhead(concurrency.BulkheadOptions{MaxConcurrent: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn := func(context.Context) (int, error) { return 1, nil }
+	for _, bc := range []struct {
+		name string
+		g    *sluice.Guard
+	}{
+		{"bulkhead", sluice.New(bulkhead)},
+		{"observed", sluice.New(observe.New(nopSink{}).Guard("db"), bulkhead)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_, _ = sluice.Do(ctx, bc.g, fn)
+				}
+			})
+		})
+	}
+}

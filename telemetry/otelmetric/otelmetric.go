@@ -5,17 +5,17 @@
 //
 // Instruments (attributes in brackets):
 //
-//	sluice.guard.calls             counter    calls [guard, class]
-//	sluice.guard.call.duration     histogram  seconds, calls that were not dropped [guard]
-//	sluice.guard.rejections        counter    rejected calls [guard, policy, reason]
-//	sluice.circuit_breaker.state   gauge      state set: 1 current, 0 others [breaker, state]
-//	sluice.circuit_breaker.transitions counter state changes [breaker, to]
-//	sluice.concurrency_limiter.limit   gauge   current limit [limiter]
-//	sluice.retry.retries           counter    retries started [policy]
-//	sluice.retry.giveups           counter    results returned instead of retried [policy, reason]
+//	sluice.guard.calls                  counter    calls [guard, class]
+//	sluice.guard.call.duration          histogram  seconds, of calls not dropped [guard]
+//	sluice.guard.rejections             counter    rejected calls [guard, policy, reason]
+//	sluice.circuit_breaker.state        gauge      state set: 1 current, 0 others [breaker, state]
+//	sluice.circuit_breaker.transitions  counter    state changes [breaker, to]
+//	sluice.concurrency_limiter.limit    gauge      current limit [limiter]
+//	sluice.retry.retries                counter    retries started [policy]
+//	sluice.retry.giveups                counter    results returned instead of retried [policy, reason]
 //
-// They mean what the Prometheus metrics of the same names do (see
-// docs/metrics.md, "Library metrics").
+// They mean what the Prometheus metrics of package telemetry/prom do;
+// docs/metrics.md ("Library metrics") pairs them.
 package otelmetric
 
 import (
