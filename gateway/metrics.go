@@ -43,9 +43,14 @@ func (g *Gateway) live() telemetry.Live {
 }
 
 // forgetRemoved deletes the metrics of the routes and targets of old that
-// next no longer has (a target is identified by its upstream's name and
-// its URL: one kept in a rebuilt upstream keeps its series).
+// next does not have (a target is identified by its upstream's name and
+// its URL: one kept in a rebuilt upstream keeps its series). After a
+// reload old is the state replaced; after a failed build it is the state
+// that failed, and next the one still serving (nil when there is none).
 func forgetRemoved(old, next *state) {
+	if next == nil {
+		next = &state{}
+	}
 	routes := make(map[string]bool, len(next.routes))
 	for _, r := range next.routes {
 		routes[r.name] = true

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sluicehq/sluice/config"
 )
 
 // compareMetrics fails t unless the gateway's families names have exactly
@@ -358,6 +360,53 @@ sluice_target_requests_total{class="success",target=%[2]q,upstream="up"} 15
 		} {
 			if !strings.Contains(m, want) {
 				t.Errorf("no %s:\n%s", want, grepLines(m, "sluice_target_request_duration_seconds_count"))
+			}
+		}
+	})
+}
+
+// TestMetricsRefusedReloadLeavesNoSeries applies a configuration that
+// fails to build after some of its routes and upstreams were: the refused
+// configuration's new routes and targets leave no series, and the serving
+// one keeps its own.
+func TestMetricsRefusedReloadLeavesNoSeries(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up, other := startUpstream(t, "up", nil), startUpstream(t, "other", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: old, upstream: up}
+`, engine, up.URL))
+		// A rate limit whose horizon no clock can hold fails to build (see
+		// TestInvalidReloadRefused), after the route before it was built.
+		unbuildable := parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+  other: {targets: ["%s"]}
+routes:
+  - {name: new, match: {path_prefix: /new}, upstream: other, policies: {rate_limit: {limit: 5, period: 1s}}}
+  - name: huge
+    upstream: up
+    policies:
+      rate_limit: {limit: 1, period: 1h, burst: 10}
+`, engine, up.URL, other.URL)
+		unbuildable.Routes[1].Policies.RateLimit.Period = config.Duration(200000 * time.Hour)
+		if err := gw.Apply(unbuildable); err == nil {
+			t.Fatal("Apply accepted a configuration that cannot be built")
+		}
+		m := gw.metricsText(t)
+		for _, gone := range []string{`route="new"`, `route="huge"`, other.URL, `upstream="other"`} {
+			if strings.Contains(m, gone) {
+				t.Errorf("after a refused reload, series with %s:\n%s", gone, grepLines(m, gone))
+			}
+		}
+		for _, kept := range []string{`sluice_route_in_flight_requests{route="old"} 0`,
+			fmt.Sprintf(`sluice_target_requests_total{class="success",target=%q,upstream="up"} 0`, up.URL)} {
+			if !strings.Contains(m, kept) {
+				t.Errorf("after a refused reload, no %s:\n%s", kept, grepLines(m, "sluice_"))
 			}
 		}
 	})

@@ -39,8 +39,7 @@ type routePolicies struct {
 // buildRoute builds a route of st from its configuration, reusing old's
 // policies (old may be nil) where their settings are unchanged.
 func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, error) {
-	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream],
-		metrics: g.metrics.Route(rc.Name)}
+	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream]}
 	var prev *routePolicies
 	if old != nil {
 		prev = old.policies
@@ -49,6 +48,7 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	if err != nil {
 		return nil, err
 	}
+	r.metrics = g.metrics.Route(rc.Name) // once built: its series exist from now on
 	r.policies = p
 	r.limit = p.rate
 	r.group = p.group
