@@ -169,16 +169,32 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 // Serve accepts connections on ln until Shutdown. It returns nil after a
 // graceful shutdown.
 func (g *Gateway) Serve(ln net.Listener) error {
+	// The engine starts under g.mu, which Shutdown takes after it set
+	// closing: Shutdown finds it started, or Serve finds it closing.
+	g.mu.Lock()
+	if g.closing.Load() {
+		g.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	g.ln = ln
 	var err error
 	if g.engine == "loop" {
-		g.mu.Lock()
-		g.ln = ln
-		g.loops, err = newLoopEngine(g, ln.Addr())
-		g.mu.Unlock()
+		var loops *loopEngine
+		loops, err = newLoopEngine(g, ln.Addr())
 		if err == nil {
-			err = g.loops.serve(ln)
+			err = loops.start()
 		}
+		if err == nil {
+			g.loops = loops
+		}
+		g.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		err = loops.serve(ln)
 	} else {
+		g.mu.Unlock()
 		err = g.server.Serve(ln)
 	}
 	if g.closing.Load() {
@@ -208,6 +224,14 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	err := g.server.ShutdownWithContext(ctx)
 	<-drained
+	// The goroutine engine's Serve may have begun after ShutdownWithContext
+	// closed the listeners it had: closing its listener (the loops'
+	// handoff one, or ln) ends it.
+	if loops != nil {
+		_ = loops.handoff.Close()
+	} else if ln != nil {
+		_ = ln.Close()
+	}
 	err = errors.Join(err, loopErr)
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
