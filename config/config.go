@@ -34,8 +34,12 @@ type Config struct {
 	// Store is where shared rate-limit state lives.
 	Store Store `yaml:"store"`
 	// TrustedProxies lists the CIDRs (or single IPs) whose X-Forwarded-For
-	// header is believed when taking a client's address. Default: none, so the
-	// peer address is always used.
+	// header is believed when taking a client's address (and extended on
+	// the way upstream), and whose X-Forwarded-Host and X-Forwarded-Proto
+	// go upstream as they came (a proxy in front that terminated TLS says
+	// https). Default: none, so the peer address is always used, and the
+	// gateway sets X-Forwarded-Host to the client's Host and
+	// X-Forwarded-Proto to http.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// Server holds the listener's limits and timeouts.
 	Server Server `yaml:"server"`
@@ -204,6 +208,54 @@ type Route struct {
 	// Policies are applied in sluice's default order: rate limit, coalesce,
 	// fallback, retry, circuit breaker, concurrency, timeout.
 	Policies Policies `yaml:"policies"`
+	// Rewrite changes the request's path on its way upstream, after
+	// routing (Match sees the client's path). Default: none.
+	Rewrite *Rewrite `yaml:"rewrite"`
+	// Headers changes the request's headers on their way upstream and the
+	// upstream response's on their way to the client, after routing and
+	// after the hop-by-hop headers are dropped. Default: none.
+	Headers *HeaderRules `yaml:"headers"`
+	// PreserveHost sends the client's Host header upstream; by default
+	// (false) the upstream sees its target's host:port. X-Forwarded-Host
+	// carries the client's Host either way.
+	PreserveHost bool `yaml:"preserve_host"`
+}
+
+// Rewrite changes a request's path: StripPrefix comes off, then AddPrefix
+// goes on. The query is kept.
+type Rewrite struct {
+	// StripPrefix is removed from the start of the path when the path
+	// starts with it at a segment boundary (the path is the prefix, or
+	// goes on with "/"); a path that was the prefix alone becomes "/".
+	// It starts with "/" and does not end with "/". Default: none.
+	StripPrefix string `yaml:"strip_prefix"`
+	// AddPrefix is put before the path. It starts with "/" and does not
+	// end with "/". Default: none.
+	AddPrefix string `yaml:"add_prefix"`
+}
+
+// HeaderRules are a route's changes to the headers of its requests and of
+// their upstream responses (not of the gateway's own answers: errors,
+// rejections, fallbacks).
+type HeaderRules struct {
+	Request  HeaderEdit `yaml:"request"`
+	Response HeaderEdit `yaml:"response"`
+}
+
+// HeaderEdit changes a message's headers: Remove drops every field of each
+// name, then Set replaces every field of each name with its value, then
+// Add adds a field beside those already there. Names are RFC 9110 tokens,
+// matched without regard to case; values have no control characters but
+// tab and no space at either end. The framing and hop-by-hop headers
+// (Content-Length, Transfer-Encoding, Host, Connection, Keep-Alive,
+// Proxy-Connection, TE, Trailer, Upgrade) are the gateway's to write and
+// cannot be named (preserve_host chooses the Host), nor can a response's
+// Date; on a route with a rate limit, the RateLimit and RateLimit-Policy
+// headers of every answer are the limit's, whatever the rules say.
+type HeaderEdit struct {
+	Set    map[string]string `yaml:"set"`
+	Add    map[string]string `yaml:"add"`
+	Remove []string          `yaml:"remove"`
 }
 
 // Match selects requests. Every given condition must hold; an empty Match
@@ -252,6 +304,8 @@ type Policies struct {
 	// none.
 	CoalesceVary []string  `yaml:"coalesce_vary"`
 	Fallback     *Fallback `yaml:"fallback"`
+	Hedge        *Hedge    `yaml:"hedge"`
+	Priority     *Priority `yaml:"priority"`
 }
 
 // RateLimit limits requests per client key.
@@ -376,15 +430,37 @@ type Backoff struct {
 	Jitter string `yaml:"jitter"`
 }
 
-// Fallback is the answer given when the upstream cannot answer (rejected,
-// failed or timed out).
+// Fallback degrades a request the route's upstream cannot answer (its
+// circuit breaker or concurrency limit refused it, its attempts failed,
+// timed out or got a 5xx; a rate limit's 429 is not degraded) through up
+// to three levels, tried in this order: another upstream,
+// the last good answer to the same request, a static answer. The first
+// level that has an answer gives it; when none has, the client gets the
+// route's own answer (its error, or the upstream's 5xx).
 type Fallback struct {
-	// Status code, 200 to 599. Default 503.
+	// Upstream names another upstream the request is sent to, once, when
+	// the route's own cannot answer: its answer is given unless it is a
+	// 5xx or the upstream cannot be reached. Only a request that may be
+	// sent twice (an idempotent method, a body kept in memory) goes there.
+	// It is not the route's upstream, and not with coalesce (nor is
+	// LastGood). Default: none.
+	Upstream string `yaml:"upstream"`
+	// LastGood keeps the last good answer to each GET request and gives
+	// it back when a later identical request cannot be answered. Default:
+	// off.
+	LastGood *LastGood `yaml:"last_good"`
+	// Status code of the static answer, 200 to 599. Default 503.
 	Status int `yaml:"status"`
-	// ContentType of the body. Default "application/json".
+	// ContentType of the static answer's body. Default
+	// "application/json".
 	ContentType string `yaml:"content_type"`
-	// Body of the answer. Default empty.
+	// Body of the static answer. Default empty.
 	Body string `yaml:"body"`
+	// Static reports whether the static answer is the last level: when
+	// status, content_type or body is given, or when neither upstream nor
+	// last_good is (a fallback of the static answer alone). Set by Parse
+	// and Load.
+	Static bool `yaml:"-"`
 }
 
 // Load reads, decodes, defaults and validates the file at path.

@@ -54,7 +54,7 @@ type clientConn struct {
 	l     *loop
 	ctx   fasthttp.RequestCtx
 	state connState
-	gen   uint64 // counts requests and attempts, so that a late timer finds its own
+	gen   uint64 // counts requests, attempts and the waits between them, so that a late timer finds its own
 	gone  bool   // the client closed while its request was upstream
 
 	peer     netip.Addr // the client's address
@@ -99,6 +99,7 @@ type loopRequest struct {
 	start     time.Time
 	xff       []byte // the X-Forwarded-For value to send
 	xffBuf    []byte
+	trusted   bool   // the client is a trusted proxy that sent X-Forwarded-Host or -Proto
 	rl        []byte // the RateLimit header value, in rlBuf
 	rlBuf     [64]byte
 	up        *upConn
@@ -359,7 +360,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	rt.inflight.Add(1)
 	cc.rt = rt
 	cc.wantClose = h.close()
-	if rt.limit != nil {
+	if rt.life.rate != nil {
 		v, ok := g.limitRate(ctx, rt, cc.rateKey(rt, clientIP(cc.peer, h.xff, st.trusted)), cc.rlBuf[:0])
 		if !ok {
 			cc.end(string(sluice.RateLimited))
@@ -368,6 +369,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		}
 		cc.rl = v
 	}
+	cc.trusted = (len(h.fwdHost) > 0 || len(h.fwdProto) > 0) && st.trusted.contains(cc.peer)
 	if len(h.xff) == 0 {
 		cc.xff = cc.peerText // what forwardedFor would make
 	} else {
@@ -376,7 +378,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	}
 	// The loops hold the whole body: only the method makes a request one
 	// that a failed attempt ends.
-	cc.call.start(rt.life, !idempotent(h.method))
+	cc.call.start(rt.life, &cc.head, !idempotent(h.method))
 	cc.deadline = time.Time{}
 	cc.attempt()
 }
@@ -408,12 +410,12 @@ func (cc *clientConn) attempt() {
 // a keep-alive connection.
 func (cc *clientConn) rateKey(rt *route, client netip.Addr) string {
 	var hv []byte
-	if name := rt.limit.header; name != "" {
+	if name := rt.life.rate.header; name != "" {
 		hv = cc.head.Peek(name)
 	}
 	if cc.keyRoute != rt || cc.keyClient != client || !bytes.Equal(cc.keyHeader, hv) {
 		cc.keyRoute, cc.keyClient, cc.keyHeader = rt, client, append(cc.keyHeader[:0], hv...)
-		cc.key = rt.limit.key(&cc.head, rt, client)
+		cc.key = rt.life.rate.key(&cc.head, rt, client)
 	}
 	return cc.key
 }
@@ -476,12 +478,16 @@ func (cc *clientConn) retryAfter(delay time.Duration, err error) {
 		cc.attempt()
 		return
 	}
+	// The wait has a generation of its own: a timer of the attempt that
+	// fell due as it ended, and whose event still waits in the loop's
+	// queue, finds it ended.
+	cc.gen++
 	gen, l := cc.gen, cc.l
 	cc.timer = cc.rt.life.clock.AfterFunc(delay, func() { l.e.execute(l, func() { cc.resume(gen) }) })
 }
 
-// resume starts the next attempt after the wait that followed attempt gen
-// (a client that leaves during the wait ends it: see closed).
+// resume starts the next attempt after the wait gen (a client that leaves
+// during the wait ends it: see closed).
 func (cc *clientConn) resume(gen uint64) {
 	if cc.gen != gen || cc.state != stateBusy {
 		return
@@ -509,8 +515,8 @@ func (cc *clientConn) stopTimer() {
 // fallback or an error, as the goroutine engine does.
 func (cc *clientConn) respond(resp *fasthttp.Response, err error) {
 	ctx, rt := &cc.ctx, cc.rt
-	if rt.limit != nil {
-		rt.limit.setHeaders(&ctx.Response.Header, cc.rl)
+	if rt.life.rate != nil {
+		rt.life.rate.setHeaders(&ctx.Response.Header, cc.rl)
 	}
 	reason := respond(ctx, rt, resp, err)
 	if ctx.Response.IsBodyStream() {
@@ -572,11 +578,15 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 	closing := cc.closing()
 	if !cc.gone {
 		var policy []byte
-		if cc.rt.limit != nil {
-			policy = cc.rt.limit.policy
+		if cc.rt.life.rate != nil {
+			policy = cc.rt.life.rate.policy
+		}
+		var edit *headerEdit
+		if cc.rt.rules != nil {
+			edit = &cc.rt.rules.response
 		}
 		l := cc.l
-		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now())
+		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now(), edit)
 		if l.write(cc.c) != nil {
 			cc.closeNext = true
 		}

@@ -67,16 +67,17 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 // engine: the call through its route's lifecycle, driven blocking (run),
 // and the fasthttp messages its attempts send and read.
 type exchange struct {
-	rt     *route
-	c      call
-	req    *fasthttp.Request // the client's request, sent upstream as it is once prepared
-	xff    []byte            // the X-Forwarded-For value to send
-	ready  bool              // req's headers are prepared for the upstream
-	body   []byte            // the replayable body; nil when streamed
-	stream io.Reader         // the body when not replayable
-	sent   bool              // stream was given to an attempt
-	final  bool              // a failed attempt must not be retried
-	prev   *fasthttp.Response
+	rt      *route
+	c       call
+	req     *fasthttp.Request // the client's request, sent upstream as it is once prepared
+	xff     []byte            // the X-Forwarded-For value to send
+	ready   bool              // req's headers are prepared for the upstream
+	body    []byte            // the replayable body; nil when streamed
+	stream  io.Reader         // the body when not replayable
+	sent    bool              // stream was given to an attempt
+	final   bool              // a failed attempt must not be retried
+	trusted bool              // the client is a trusted proxy: its X-Forwarded-Proto and -Host stand
+	prev    *fasthttp.Response
 	// direct, when not nil, is the client's response, which attempts read
 	// the upstream's response into instead of a response of their own.
 	direct *fasthttp.Response
@@ -84,9 +85,12 @@ type exchange struct {
 	watch  *clientWatch // cuts the attempts when the client leaves
 }
 
-// reset clears x for reuse, keeping its buffers and watch.
+// reset clears x for reuse, keeping its buffers and watch. The watch's cut
+// is cleared too: a request that is not watched (a streamed body, a
+// coalesced call) must not find the cut of a client that left before.
 func (x *exchange) reset() *exchange {
 	*x = exchange{xff: x.xff[:0], watch: x.watch}
+	x.watch.cut = interrupt{}
 	return x
 }
 
@@ -97,20 +101,40 @@ func (x *exchange) reset() *exchange {
 // not yet read) with the call's error: nil, a *StatusError with a 5xx
 // response, or the error of a refusal or a failed attempt without one.
 func (x *exchange) run() (*fasthttp.Response, error) {
-	x.c.start(x.rt.life, x.final)
+	x.c.start(x.rt.life, fastRequest{x.req}, x.final)
+	hedged := x.hedged()
+	if hedged {
+		x.rt.life.flow.hedgeBudget.Deposit()
+	}
 	for {
-		a, err := x.c.begin()
-		if err != nil {
-			x.releasePrev()
-			return nil, err
+		var resp *fasthttp.Response
+		var o sluice.Outcome
+		if hedged {
+			if resp, o = x.race(); o.Class == sluice.Dropped {
+				return nil, o.Err // refused: never retried
+			}
+		} else {
+			if x.stream != nil && x.sent {
+				// A retry of a body that streamed to an earlier attempt: it
+				// cannot be sent again, and no target or policy is charged.
+				x.releasePrev()
+				return nil, errNotReplayable
+			}
+			a, err := x.c.begin()
+			if err != nil {
+				x.releasePrev()
+				return nil, err
+			}
+			resp, err = x.attempt(&a)
+			var code int
+			var retryAfter []byte
+			if resp != nil {
+				code, retryAfter = outcomeOf(resp)
+			}
+			o = x.c.settle(&a, code, retryAfter, err)
 		}
-		resp, err := x.attempt(&a)
-		var code int
-		var retryAfter []byte
-		if resp != nil {
-			code, retryAfter = outcomeOf(resp)
-		}
-		delay, again, err := x.c.end(&a, code, retryAfter, err)
+		delay, again := x.c.next(o)
+		err := o.Err
 		if !again {
 			return resp, err
 		}
@@ -151,9 +175,6 @@ func outcomeOf(resp *fasthttp.Response) (int, []byte) {
 // the body not yet read, or an *UpstreamError.
 func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	x.releasePrev()
-	if x.stream != nil && x.sent {
-		return nil, errNotReplayable
-	}
 	t := a.t
 	req := x.prepare(t)
 	resp := x.direct
@@ -199,16 +220,31 @@ func (x *exchange) take(resp *fasthttp.Response) {
 // saves copying its headers; every change is the same on a retry.
 func (x *exchange) prepare(t *target) *fasthttp.Request {
 	req := x.req
+	rules := x.rt.rules
 	if !x.ready {
 		x.ready = true
+		fwdHost, fwdProto := req.Header.Host(), valueHTTP
+		if x.trusted {
+			// Cloned: removeHopRequest drops the headers they are in.
+			if v := oneList(req.Header.PeekAll("X-Forwarded-Host")); len(v) > 0 {
+				fwdHost = bytes.Clone(v)
+			}
+			if v := oneList(req.Header.PeekAll("X-Forwarded-Proto")); len(v) > 0 {
+				fwdProto = bytes.Clone(v)
+			}
+		}
 		removeHopRequest(&req.Header)
 		// The gateway speaks its own version upstream (RFC 9110 section
 		// 6.2), whatever the client's.
 		req.Header.SetProtocolBytes(http11)
 		req.Header.SetCanonical(hdrForwardedFor, x.xff)
-		// Copied before SetHost below overwrites the client's Host.
-		req.Header.SetCanonical(hdrForwardedHost, req.Header.Host())
-		req.Header.SetCanonical(hdrForwardedProto, valueHTTP)
+		// Set before SetHost below overwrites the client's Host.
+		req.Header.SetCanonical(hdrForwardedHost, fwdHost)
+		req.Header.SetCanonical(hdrForwardedProto, fwdProto)
+		if rules != nil {
+			req.URI().SetPathBytes(rules.rewrite(req.URI().Path()))
+			rules.request.apply(&req.Header)
+		}
 		switch {
 		case x.stream != nil:
 			req.SetBodyStream(x.stream, req.Header.ContentLength())
@@ -219,7 +255,9 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	if x.stream != nil {
 		x.sent = true
 	}
-	req.Header.SetHost(t.client.Addr)
+	if rules == nil || !rules.preserveHost {
+		req.Header.SetHost(t.client.Addr)
+	}
 	req.UseHostHeader = true
 	if t.client.IsTLS {
 		req.URI().SetScheme("https")
@@ -326,10 +364,15 @@ func releaseResponse(resp *fasthttp.Response) {
 // body has been sent. The body streams: a chunked or unbounded body is
 // flushed as it arrives, and a slow client slows the reading from the
 // upstream instead of filling memory.
-func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
+func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, rules *routeRules) {
 	h := &ctx.Response.Header
 	if resp == &ctx.Response {
 		removeHopResponse(h)
+		if rules != nil {
+			kept := keepRateLimit(h) // the limit's own, set before: they stand
+			rules.response.apply(h)
+			kept.restore(h)
+		}
 		stream := resp.BodyStream()
 		switch {
 		case stream == nil:
@@ -349,6 +392,9 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	kept := keepRateLimit(h) // the gateway's own headers, set before the call
 	resp.Header.CopyTo(h)
 	removeHopResponse(h)
+	if rules != nil {
+		rules.response.apply(h)
+	}
 	kept.restore(h)
 	stream := resp.BodyStream()
 	if stream == nil || bodiless(ctx.IsHead(), resp.StatusCode()) {
