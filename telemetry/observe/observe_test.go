@@ -3,6 +3,7 @@ package observe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -147,3 +148,43 @@ func BenchmarkDo(b *testing.B) {
 		})
 	}
 }
+
+// observedGuard is the package documentation's example.
+func observedGuard(sink observe.Sink, bulkhead *concurrency.Bulkhead) *sluice.Guard {
+	obs := observe.New(sink)
+	br, _ := breaker.New(breaker.Options{Name: "db", OnStateChange: obs.Breaker("db")})
+	rt, _ := retry.New(retry.Options{OnRetry: obs.Retry("db"), OnGiveUp: obs.GiveUp("db")})
+	g := sluice.New(obs.Guard("db"), rt, br, bulkhead)
+	return g
+}
+
+// A Guard observed by a sink: here one that prints the calls.
+func Example() {
+	bulkhead, err := concurrency.NewBulkhead(concurrency.BulkheadOptions{Name: "db", MaxConcurrent: 2})
+	if err != nil {
+		panic(err)
+	}
+	g := observedGuard(printer{}, bulkhead)
+	_, err = sluice.Do(context.Background(), g, func(context.Context) (int, error) { return 42, nil })
+	fmt.Println(err)
+	// Output:
+	// breaker db is closed
+	// call through db: success
+	// <nil>
+}
+
+// printer is a Sink that prints breaker states and calls.
+type printer struct{ nopSink }
+
+func (printer) Guard(name string) observe.GuardSink { return printerGuard(name) }
+
+func (printer) BreakerState(name string, s breaker.State, _ bool) {
+	fmt.Println("breaker", name, "is", s)
+}
+
+type printerGuard string
+
+func (g printerGuard) Call(c sluice.Class, _ time.Duration) {
+	fmt.Println("call through", string(g)+":", c)
+}
+func (printerGuard) Rejected(string, sluice.Reason) {}
