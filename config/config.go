@@ -124,8 +124,13 @@ type Server struct {
 	// Default 0.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
-	// flight before closing them. Default 30s.
+	// flight before closing them. Default 30s. WebSocket connections still
+	// open at its end get a close frame 1001 (going away) and are closed.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// WebSocketIdleTimeout closes a WebSocket connection through which no
+	// byte passed either way for this long, with a close frame 1001 to
+	// both ends. Default 5m.
+	WebSocketIdleTimeout Duration `yaml:"websocket_idle_timeout"`
 	// Engine is "loop" (default): event loops, one per core, serve the
 	// requests of routes whose policies decide at once or wait on a timer
 	// (retries), and hand everything else (coalescing, queues, a Redis
@@ -202,6 +207,24 @@ type Route struct {
 	// Policies are applied in sluice's default order: rate limit, coalesce,
 	// fallback, retry, circuit breaker, concurrency, timeout.
 	Policies Policies `yaml:"policies"`
+	// GRPC says how the route serves gRPC calls. Default: no call is
+	// retried.
+	GRPC *GRPC `yaml:"grpc"`
+}
+
+// GRPC configures a route's gRPC calls: requests over HTTP/2 whose
+// Content-Type is application/grpc or application/grpc+FORMAT. Their
+// rejections are gRPC answers (HTTP 200 with grpc-status), their outcome
+// is read from the upstream's grpc-status, and a grpc-timeout shortens
+// each attempt's deadline.
+type GRPC struct {
+	// Idempotent lists the calls the route's retry policy may send again:
+	// full method names ("/pkg.Service/Method") or whole services
+	// ("/pkg.Service/*"). A call of any other method is sent once. Name
+	// only unary and client-streaming methods whose request fits in 64 KiB:
+	// the gateway reads such a call's request whole before it sends it.
+	// Default: none.
+	Idempotent []string `yaml:"idempotent"`
 }
 
 // Match selects requests. Every given condition must hold; an empty Match
