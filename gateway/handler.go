@@ -95,6 +95,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		rl = v
 	}
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
+	if isWebSocket(h) {
+		reason := g.serveWebSocket(ctx, st, rt, x.xff)
+		g.exchanges.Put(x.reset())
+		g.finish(ctx, rt, start, reason)
+		return
+	}
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
 		if rt.limit != nil {
 			rt.limit.setHeaders(&ctx.Response.Header, rl)
