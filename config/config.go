@@ -220,9 +220,12 @@ type Route struct {
 type GRPC struct {
 	// Idempotent lists the calls the route's retry policy may send again:
 	// full method names ("/pkg.Service/Method") or whole services
-	// ("/pkg.Service/*"). A call of any other method is sent once. Name
-	// only unary and client-streaming methods whose request fits in 64 KiB:
-	// the gateway reads such a call's request whole before it sends it.
+	// ("/pkg.Service/*"), retried when the route has a retry policy (on
+	// UNAVAILABLE, and on what retry.on names of connect_error and
+	// timeout). A call of any other method is sent once. Name only unary
+	// and client-streaming methods: the gateway reads such a call's
+	// request whole (up to 1 MiB; a longer one is sent once) before it
+	// sends it, and its answer too, so that a retry can replace it.
 	// Default: none.
 	Idempotent []string `yaml:"idempotent"`
 }

@@ -1,5 +1,7 @@
 package gateway
 
+import "net/http"
+
 // CoalesceShared returns how many requests of the named route joined a
 // coalesced upstream call already under way, so that tests can wait for
 // every request to have joined before letting the upstream answer.
@@ -23,4 +25,19 @@ func OpenConns(g *Gateway) int64 {
 		n += loops.conns.Load()
 	}
 	return n
+}
+
+// GRPCHandler returns a net/http handler that routes a request as the
+// gateway does and serves it as a gRPC call, for tests of gRPC calls on an
+// HTTP/2 server of their own.
+func GRPCHandler(g *Gateway) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := g.state.Load()
+		rt := st.route(grpcRequest{r})
+		if rt == nil {
+			http.NotFound(w, r)
+			return
+		}
+		g.serveGRPC(w, r, st, rt)
+	})
 }

@@ -35,6 +35,7 @@ type route struct {
 	admit    *sluice.Guard
 	group    *coalesce.Group[string, *sharedResponse] // nil unless coalescing
 	fallback *config.Fallback
+	grpc     grpcMethods    // the gRPC calls that may be retried
 	policies *routePolicies // for /status and reuse across reloads
 	metrics  *telemetry.Route
 	inflight atomic.Int64

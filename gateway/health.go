@@ -15,9 +15,13 @@ func (p *pool) start() {
 	p.once.Do(func() { go p.checkLoop() })
 }
 
-// stop ends the health checks. It is safe to call more than once.
+// stop ends the health checks and closes the idle connections of the
+// pool's gRPC transport. It is safe to call more than once.
 func (p *pool) stop() {
-	p.stopOnce.Do(func() { close(p.done) })
+	p.stopOnce.Do(func() {
+		close(p.done)
+		p.closeGRPC()
+	})
 }
 
 // checkLoop checks every target once per interval until stop.
