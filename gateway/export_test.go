@@ -33,11 +33,26 @@ func OpenConns(g *Gateway) int64 {
 func GRPCHandler(g *Gateway) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := g.state.Load()
-		rt := st.route(grpcRequest{r})
+		rt := st.route(stdRequest{r})
 		if rt == nil {
 			http.NotFound(w, r)
 			return
 		}
 		g.serveGRPC(w, r, st, rt)
+	})
+}
+
+// WebSocketHandler returns a net/http handler that routes a request as the
+// gateway does and serves it as a WebSocket handshake, for tests of
+// WebSockets on a net/http server (TLS) of their own.
+func WebSocketHandler(g *Gateway) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := g.state.Load()
+		rt := st.route(stdRequest{r})
+		if rt == nil || !isStdWebSocket(r) {
+			http.NotFound(w, r)
+			return
+		}
+		g.serveStdWebSocket(w, r, st, rt)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,14 +67,9 @@ type heldAnswer struct {
 // serveGRPC serves the gRPC call r on rt and returns the reason for the
 // log ("" when the upstream's answer was passed on).
 func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, rt *route) string {
-	peer, xff := grpcPeer(r), []byte(strings.Join(r.Header.Values("X-Forwarded-For"), ", "))
-	if rt.limit != nil {
-		key := rt.limit.key(grpcRequest{r}, rt, clientIP(peer, xff, st.trusted))
-		ok, retryAfter, _ := rt.limit.allow(key, rt, nil)
-		rt.metrics.RateLimit(ok)
-		if !ok {
-			return writeGRPCError(w, &sluice.Rejection{Reason: sluice.RateLimited, Policy: rt.name, RetryAfter: retryAfter})
-		}
+	xff, err := stdLimit(r, st, rt)
+	if err != nil {
+		return writeGRPCError(w, err)
 	}
 	ctx := r.Context()
 	if d, ok := parseGRPCTimeout(r.Header.Get(hdrGRPCTimeout)); ok {
@@ -83,13 +77,13 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 		ctx, cancel = g.clock.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	c := &grpcCall{g: g, rt: rt, w: w, r: r, xff: string(forwardedFor(nil, peer, xff, st.trusted)), rest: r.Body}
+	c := &grpcCall{g: g, rt: rt, w: w, r: r, xff: string(xff), rest: r.Body}
 	if rt.policies.retry != nil && rt.grpc.idempotent(r.URL.Path) {
 		if reason := c.readRequest(); reason != "" {
 			return reason
 		}
 	}
-	_, err := sluice.Do(ctx, rt.guard, c.attempt)
+	_, err = sluice.Do(ctx, rt.guard, c.attempt)
 	if c.wrote {
 		_, reason := answer.GRPCClassify(err)
 		return reason
@@ -225,7 +219,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 	out.Header.Set("Te", "trailers")
 	out.Header.Set("X-Forwarded-For", c.xff)
 	out.Header.Set("X-Forwarded-Host", c.r.Host)
-	out.Header.Set("X-Forwarded-Proto", grpcScheme(c.r))
+	out.Header.Set("X-Forwarded-Proto", stdScheme(c.r))
 	if dl, ok := ctx.Deadline(); ok {
 		out.Header.Set(hdrGRPCTimeout, formatGRPCTimeout(dl.Sub(c.g.clock.Now())))
 	}
@@ -320,32 +314,6 @@ func grpcCause(ctx context.Context, err error) error {
 	}
 	return err
 }
-
-// grpcPeer is the address of r's connection's other end.
-func grpcPeer(r *http.Request) netip.Addr {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
-}
-
-// grpcScheme is r's X-Forwarded-Proto: https on TLS, http otherwise.
-func grpcScheme(r *http.Request) string {
-	if r.TLS != nil {
-		return "https"
-	}
-	return "http"
-}
-
-// grpcRequest is a net/http request as routing and rate-limit keys read
-// it.
-type grpcRequest struct{ r *http.Request }
-
-func (q grpcRequest) Path() []byte            { return []byte(q.r.URL.Path) }
-func (q grpcRequest) Method() []byte          { return []byte(q.r.Method) }
-func (q grpcRequest) Host() []byte            { return []byte(q.r.Host) }
-func (q grpcRequest) Peek(name string) []byte { return []byte(q.r.Header.Get(name)) }
 
 // grpcTransport is a pool's HTTP/2 client for gRPC calls: h2c to http://
 // targets, h2 to https:// ones, with the upstream's connect, response

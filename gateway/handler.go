@@ -97,7 +97,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
 	if isWebSocket(h) {
-		reason := g.serveWebSocket(ctx, st, rt, x.xff)
+		reason := g.serveWebSocket(ctx, rt, x.xff)
 		g.exchanges.Put(x.reset())
 		g.finish(ctx, rt, start, reason)
 		return

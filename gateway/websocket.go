@@ -6,27 +6,26 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"iter"
 	"net"
 	"net/http"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/internal/wstunnel"
 )
 
-// A WebSocket handshake (RFC 6455: a GET with Upgrade: websocket and
-// Connection: upgrade) is served by the goroutine engine (the loops hand
-// such a request over): the rate limit applies to the handshake as to any
-// request; the route's breaker and concurrency limit admit it; the
-// handshake goes to one target (no retry, bounded by the route's timeout
-// and the upstream's connect and response-header timeouts) and its answer
-// comes back. After a 101 the connection is carried both ways
-// (internal/wstunnel) until either side closes it or it stays idle for
-// server.websocket_idle_timeout; on shutdown, those still open at the
-// deadline get a close frame 1001.
+// A WebSocket handshake (RFC 6455: an HTTP/1.1 GET with Upgrade:
+// websocket and Connection: upgrade) is served by the goroutine engine
+// (websocket_fast.go; the loops hand such a request over) and by net/http
+// (websocket_std.go: HTTP/1.1 on the TLS listener): the rate limit applies
+// to the handshake as to any request; the route's breaker and concurrency
+// limit admit it; the handshake goes to one target (no retry, bounded by
+// the route's timeout and the upstream's connect and response-header
+// timeouts) and its answer comes back. After a 101 the connection is
+// carried both ways (internal/wstunnel) until either side closes it or it
+// stays idle for server.websocket_idle_timeout; on shutdown, those still
+// open at the deadline get a close frame 1001.
 //
 // The breaker learns the handshake's outcome. The concurrency slot is held
 // for the connection's lifetime and then released without a verdict: a
@@ -50,64 +49,66 @@ func wsClassify(ctx context.Context, err error) sluice.Class {
 	return classify(ctx, err)
 }
 
-// isWebSocket reports whether h is a WebSocket handshake: an HTTP/1.1 GET
-// whose Upgrade names websocket and whose Connection names upgrade.
-func isWebSocket(h *fasthttp.RequestHeader) bool {
-	return h.IsGet() && h.IsHTTP11() &&
-		hasToken(oneList(h.PeekAll("Upgrade")), "websocket") &&
-		hasToken(oneList(h.PeekAll("Connection")), "upgrade")
+// wsCall is a WebSocket handshake on its way through its route, with the
+// admissions it holds: hs, of the route's breaker, until the handshake's
+// answer; slot, of its concurrency limit, until the connection closes.
+type wsCall struct {
+	g    *Gateway
+	rt   *route
+	hs   sluice.Admission
+	slot sluice.Admission
 }
 
-// serveWebSocket serves a WebSocket handshake on rt, whose rate limit let
-// it through; xff is the X-Forwarded-For to send. It returns the reason
-// for the log ("" when the upstream's answer was passed on).
-func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, st *state, rt *route, xff []byte) string {
+// wsOpen admits a handshake on rt and sends it to a target: head returns
+// the request head for the target at host. When it returns an error, the
+// handshake was refused or failed before an answer, and nothing is held.
+// When the answer is not 101, it is the upstream's refusal to pass on
+// (its body reads from up, which the caller closes), and nothing is held.
+// After a 101, exactly one of carry and abandon must follow.
+func (g *Gateway) wsOpen(rt *route, head func(host string) []byte) (*wsCall, net.Conn, *http.Response, error) {
 	bg := context.Background()
 	handshake, slot := wsGuards(rt, g)
-	hs, err := handshake.Begin(bg)
-	if err != nil {
-		return wsRefuse(ctx, err)
+	c := &wsCall{g: g, rt: rt}
+	var err error
+	if c.hs, err = handshake.Begin(bg); err != nil {
+		return nil, nil, nil, err
 	}
-	sa, err := slot.Begin(bg)
-	if err != nil {
-		hs.End(bg, errNoVerdict)
-		return wsRefuse(ctx, err)
+	if c.slot, err = slot.Begin(bg); err != nil {
+		c.hs.End(bg, errNoVerdict)
+		return nil, nil, nil, err
 	}
-	up, resp, err := g.wsHandshake(ctx, rt, xff)
+	up, resp, err := g.wsHandshake(rt, head)
 	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
 		verdict := err
 		if err == nil && resp.StatusCode >= 500 {
 			verdict = &StatusError{StatusCode: resp.StatusCode}
 		}
-		hs.End(bg, verdict)
-		sa.End(bg, errNoVerdict)
-		if err != nil {
-			return wsRefuse(ctx, err)
-		}
-		reason := wsPassRefusal(ctx, resp)
-		_ = up.Close()
-		return reason
+		c.hs.End(bg, verdict)
+		c.slot.End(bg, errNoVerdict)
+		return nil, up, resp, err
 	}
-	hs.End(bg, nil)
-	head := wsSwitchingHead(resp)
-	opts := wstunnel.Options{IdleTimeout: st.cfg.Server.WebSocketIdleTimeout.D(), WriteTimeout: st.cfg.Server.WriteTimeout.D(), Clock: g.clock}
+	c.hs.End(bg, nil)
 	g.tunnels.begin()
-	ctx.SetStatusCode(http.StatusSwitchingProtocols) // for the log; fasthttp writes nothing
-	ctx.HijackSetNoResponse(true)
-	ctx.Hijack(func(c net.Conn) {
-		defer sa.End(bg, errNoVerdict)
-		if _, err := c.Write(head); err != nil {
-			_ = up.Close()
-			g.tunnels.end(nil)
-			return
-		}
-		tun := wstunnel.New(c, up, opts)
-		g.tunnels.carry(tun)
-		s := tun.Run()
-		g.tunnels.end(tun)
-		g.log.Debug("websocket closed", "route", rt.name, "reason", s.Reason, "error", s.Err, "bytes_up", s.Up, "bytes_down", s.Down)
-	})
-	return ""
+	return c, up, resp, nil
+}
+
+// carry carries the WebSocket between client, which was sent the 101, and
+// up until it ends, then releases its concurrency slot without a verdict.
+func (c *wsCall) carry(client, up net.Conn) {
+	defer c.slot.End(context.Background(), errNoVerdict)
+	srv := c.g.state.Load().cfg.Server
+	tun := wstunnel.New(client, up, wstunnel.Options{IdleTimeout: srv.WebSocketIdleTimeout.D(), WriteTimeout: srv.WriteTimeout.D(), Clock: c.g.clock})
+	c.g.tunnels.carry(tun)
+	s := tun.Run()
+	c.g.tunnels.end(tun)
+	c.g.log.Debug("websocket closed", "route", c.rt.name, "reason", s.Reason, "error", s.Err, "bytes_up", s.Up, "bytes_down", s.Down)
+}
+
+// abandon gives up a WebSocket whose client could not be sent the 101.
+func (c *wsCall) abandon(up net.Conn) {
+	_ = up.Close()
+	c.g.tunnels.end(nil)
+	c.slot.End(context.Background(), errNoVerdict)
 }
 
 // wsGuards returns the guards of a WebSocket on rt: handshake, of the
@@ -130,21 +131,13 @@ func wsGuards(rt *route, g *Gateway) (handshake, slot *sluice.Guard) {
 	return handshake, slot
 }
 
-// wsRefuse answers a handshake the gateway stopped with err.
-func wsRefuse(ctx *fasthttp.RequestCtx, err error) string {
-	code, reason := answer.Classify(err)
-	retryAfter, _ := answer.RetryAfter(err)
-	writeError(ctx, code, reason, retryAfter)
-	return reason
-}
-
 // wsHandshake sends the client's handshake to a target of rt and reads
 // its answer. It returns the connection to the target, reading first what
 // the target sent after its answer's head, with the answer (its body not
 // read). The route's timeout, the upstream's connect timeout and its
 // response-header timeout bound it; the target's passive health learns its
 // outcome.
-func (g *Gateway) wsHandshake(ctx *fasthttp.RequestCtx, rt *route, xff []byte) (net.Conn, *http.Response, error) {
+func (g *Gateway) wsHandshake(rt *route, head func(host string) []byte) (net.Conn, *http.Response, error) {
 	t := rt.pool.choose(nil)
 	var permit sluice.Permit
 	if t.passive != nil {
@@ -152,7 +145,7 @@ func (g *Gateway) wsHandshake(ctx *fasthttp.RequestCtx, rt *route, xff []byte) (
 			permit = p
 		}
 	}
-	conn, resp, err := wsExchange(ctx, t, rt.policies.timeout, xff)
+	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.client.Addr))
 	if err != nil {
 		ue := upstreamError(t, err)
 		permit.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue})
@@ -166,9 +159,9 @@ func (g *Gateway) wsHandshake(ctx *fasthttp.RequestCtx, rt *route, xff []byte) (
 	return conn, resp, nil
 }
 
-// wsExchange connects to t and exchanges the handshake; limit, when above
-// zero, bounds it all.
-func wsExchange(ctx *fasthttp.RequestCtx, t *target, limit time.Duration, xff []byte) (net.Conn, *http.Response, error) {
+// wsExchange connects to t and exchanges the handshake, whose request
+// head is head; limit, when above zero, bounds it all.
+func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Response, error) {
 	deadline := time.Now().Add(t.connect + t.wait)
 	if limit > 0 {
 		deadline = time.Now().Add(limit)
@@ -194,7 +187,7 @@ func wsExchange(ctx *fasthttp.RequestCtx, t *target, limit time.Duration, xff []
 	}
 	_ = conn.SetDeadline(deadline)
 	br := bufio.NewReader(conn)
-	_, err = conn.Write(wsRequestHead(&ctx.Request.Header, t.client.Addr, xff))
+	_, err = conn.Write(head)
 	var resp *http.Response
 	if err == nil {
 		resp, err = http.ReadResponse(br, nil)
@@ -207,24 +200,33 @@ func wsExchange(ctx *fasthttp.RequestCtx, t *target, limit time.Duration, xff []
 	return &bufConn{Conn: conn, r: br}, resp, nil
 }
 
+// wsHandshakeFrom is what a handshake's upstream request is made of.
+type wsHandshakeFrom struct {
+	uri, host  []byte // the client's request target and Host
+	proto      string // the client's scheme, for X-Forwarded-Proto
+	headers    iter.Seq2[[]byte, []byte]
+	connection []byte // the client's Connection list
+	xff        []byte // the X-Forwarded-For to send
+}
+
 // wsRequestHead is the handshake sent to the target at host: the client's
 // request line and end-to-end headers (the Sec-WebSocket-* ones among
 // them), Host naming the target, the gateway's X-Forwarded-*, and the
 // Upgrade and Connection of a WebSocket handshake.
-func wsRequestHead(h *fasthttp.RequestHeader, host string, xff []byte) []byte {
+func wsRequestHead(f wsHandshakeFrom, host string) []byte {
 	b := make([]byte, 0, 512)
-	b = append(append(append(b, "GET "...), h.RequestURI()...), " HTTP/1.1\r\nHost: "...)
+	b = append(append(append(b, "GET "...), f.uri...), " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, host...), "\r\n"...)
-	conn := oneList(h.PeekAll("Connection"))
-	for k, v := range h.All() {
-		if equalName(k, "Host") || forwardedHeader(k) || isHop(k, conn) {
+	for k, v := range f.headers {
+		if equalName(k, "Host") || forwardedHeader(k) || isHop(k, f.connection) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
 	}
-	b = append(append(append(b, "X-Forwarded-For: "...), xff...), "\r\n"...)
-	b = append(append(append(b, "X-Forwarded-Host: "...), h.Host()...), "\r\n"...)
-	return append(b, "X-Forwarded-Proto: http\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"...)
+	b = append(append(append(b, "X-Forwarded-For: "...), f.xff...), "\r\n"...)
+	b = append(append(append(b, "X-Forwarded-Host: "...), f.host...), "\r\n"...)
+	b = append(append(append(b, "X-Forwarded-Proto: "...), f.proto...), "\r\n"...)
+	return append(b, "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n"...)
 }
 
 // wsSwitchingHead is the 101 answer sent to the client: the target's
@@ -245,33 +247,13 @@ func wsSwitchingHead(resp *http.Response) []byte {
 	return append(b, "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n"...)
 }
 
-// wsPassRefusal passes on a target's answer other than 101 to a
-// handshake: its status, end-to-end headers and body, read whole (up to
-// maxWebSocketRefusal; a longer one is a 502). It returns the reason for
-// the log.
-func wsPassRefusal(ctx *fasthttp.RequestCtx, resp *http.Response) string {
+// wsRefusalBody reads the body of a target's answer other than 101 to a
+// handshake, whole, to pass it on: false when it cannot be read or is
+// longer than maxWebSocketRefusal (the client then gets a 502).
+func wsRefusalBody(resp *http.Response) ([]byte, bool) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWebSocketRefusal+1))
-	if err != nil || len(body) > maxWebSocketRefusal {
-		writeError(ctx, http.StatusBadGateway, answer.UpstreamError, 0)
-		return answer.UpstreamError
-	}
-	resetResponse(ctx)
-	ctx.SetStatusCode(resp.StatusCode)
-	conn := []byte(resp.Header.Get("Connection"))
-	for k, vs := range resp.Header {
-		if isHop([]byte(k), conn) || k == "Content-Length" {
-			continue
-		}
-		for _, v := range vs {
-			ctx.Response.Header.Add(k, v)
-		}
-	}
-	ctx.SetBody(body)
-	if resp.StatusCode >= 500 {
-		return answer.UpstreamStatus
-	}
-	return ""
+	return body, err == nil && len(body) <= maxWebSocketRefusal
 }
 
 // bufConn is a connection whose first bytes were read into r already.

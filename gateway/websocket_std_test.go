@@ -1,0 +1,65 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/sluicehq/sluice/gateway"
+)
+
+// tlsEntry serves gw's WebSocket handshakes on an HTTPS (HTTP/1.1) server
+// of the test's own and returns its URL and a client that trusts it.
+func tlsEntry(t *testing.T, gw *testGateway) (string, *http.Client) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(gateway.WebSocketHandler(gw.Gateway))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.URL, srv.Client()
+}
+
+func dialWSVia(t *testing.T, c *http.Client, url string) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: c})
+	if conn != nil {
+		conn.SetReadLimit(1 << 20)
+		t.Cleanup(func() { conn.CloseNow() })
+	}
+	return conn, resp, err
+}
+
+// TestWebSocketOverTLS has WebSockets enter through net/http over TLS
+// (HTTP/1.1), as the TLS listener serves them: messages both ways, the
+// upstream told the client came over https, the rate limit at the
+// handshake, and a concurrency slot held while open and released on close.
+func TestWebSocketOverTLS(t *testing.T) {
+	up := startWSUpstream(t)
+	gw := wsGateway(t, "goroutine", up, `    policies: {rate_limit: {limit: 2, period: 1h, key: route}, concurrency: {max: 1}}`)
+	url, client := tlsEntry(t, gw)
+	c, resp, err := dialWSVia(t, client, url+"/a")
+	if err != nil {
+		t.Fatalf("dial: %v %+v", err, resp)
+	}
+	if h := <-up.header; h.Get("X-Forwarded-Proto") != "https" {
+		t.Errorf("X-Forwarded-Proto %q, want https", h.Get("X-Forwarded-Proto"))
+	}
+	for i := range 100 {
+		echo(t, c, websocket.MessageBinary, []byte(strings.Repeat(fmt.Sprint(i), i*50)))
+	}
+	if _, resp, err := dialWSVia(t, client, url+"/b"); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a second WebSocket while the only slot is held: %v %+v, want 503", err, resp)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	eventually(t, "the slot to be released", func() bool { return gw.routeStatus(t, "ws").ConcurrencyInFlight == 0 })
+	// Two handshakes used the limit of 2 (the refused one counted too).
+	if _, resp, err := dialWSVia(t, client, url+"/c"); err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a third handshake over the rate limit: %v %+v, want 429", err, resp)
+	}
+}
