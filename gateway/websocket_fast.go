@@ -57,7 +57,6 @@ func wsRefuse(ctx *fasthttp.RequestCtx, err error) string {
 	return reason
 }
 
-
 // wsPassRefusal passes on a target's answer other than 101 to a
 // handshake: its status, end-to-end headers and body, read whole (up to
 // maxWebSocketRefusal; a longer one is a 502). It returns the reason for
