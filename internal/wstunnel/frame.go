@@ -17,6 +17,8 @@ type frames struct {
 	hdr  [14]byte // the header read so far: at most 2 + 8 + 4 bytes
 	n    int      // bytes of hdr read
 	left uint64   // payload bytes still to pass of the current frame
+	// closed: a close frame began; nothing may follow it.
+	closed bool
 }
 
 // feed follows p, the next bytes of the direction.
@@ -33,6 +35,7 @@ func (f *frames) feed(p []byte) {
 		p = p[1:]
 		if f.n >= 2 && f.n == f.headerLen() {
 			f.left, f.n = f.payloadLen(), 0
+			f.closed = f.closed || f.hdr[0]&0x0f == 0x8
 		}
 	}
 }

@@ -71,6 +71,7 @@ type Tunnel struct {
 	// up carries client → upstream, down upstream → client.
 	up, down direction
 	last     atomic.Int64 // clock Nanotime of the last byte carried
+	awayBy   atomic.Int64 // wall-clock UnixNano by which writes end once GoAway began; 0 before
 	once     sync.Once    // ends the tunnel
 	done     chan struct{}
 	stats    Stats // written once, by end
@@ -124,36 +125,53 @@ func (t *Tunnel) Run() Stats {
 }
 
 // GoAway ends the tunnel: each side gets a close frame 1001 (going away),
-// unless a frame to it is half written or it does not read within a
-// second, and both connections are closed. Run then returns GoneAway, if
-// the tunnel had not ended already.
+// unless a frame to it is half written, it was sent a close frame
+// already, or it does not read within a second; then both connections are
+// closed. Run then returns GoneAway, if the tunnel had not ended already.
 func (t *Tunnel) GoAway() { t.goAway(GoneAway) }
 
 // Done is closed once the tunnel has ended.
 func (t *Tunnel) Done() <-chan struct{} { return t.done }
 
 func (t *Tunnel) goAway(reason string) {
+	// Writes in progress, and those the copies start from now on, end
+	// within closeFrameWait, so that the close frames wait for them no
+	// longer (the side they write to may not read).
+	by := time.Now().Add(closeFrameWait)
+	t.awayBy.Store(by.UnixNano())
+	_ = t.client.SetWriteDeadline(by)
+	_ = t.upstream.SetWriteDeadline(by)
 	t.sendClose(&t.down, t.client)
 	t.sendClose(&t.up, t.upstream)
 	t.end(reason, nil)
 }
 
-// sendClose writes a close frame 1001 to dst, unless the tunnel ended or
-// d's copy is writing (it holds d.mu), so that it never waits on it: its
-// write may be blocked on a side that does not read.
+// sendClose writes a close frame 1001 to dst, once the write in progress
+// to it, if any, has ended; not when the tunnel ended, when the bytes
+// written so far end inside a frame, or after a close frame.
 func (t *Tunnel) sendClose(d *direction, dst net.Conn) {
-	if !d.mu.TryLock() {
-		return
-	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
 		return
 	}
 	d.stopped = true
-	if d.frames.between() {
-		_ = dst.SetWriteDeadline(time.Now().Add(closeFrameWait))
+	if d.frames.between() && !d.frames.closed {
 		_, _ = dst.Write(closeFrame(CloseGoingAway, d.masked))
 	}
+}
+
+// writeDeadline is the deadline of a write that starts now: the write
+// timeout's, or GoAway's when that is sooner; zero for none.
+func (t *Tunnel) writeDeadline() time.Time {
+	var dl time.Time
+	if t.opts.WriteTimeout > 0 {
+		dl = time.Now().Add(t.opts.WriteTimeout)
+	}
+	if by := t.awayBy.Load(); by != 0 && (dl.IsZero() || by < dl.UnixNano()) {
+		dl = time.Unix(0, by)
+	}
+	return dl
 }
 
 // carry copies src to dst through d until the tunnel ends. closed is the
@@ -169,8 +187,8 @@ func (t *Tunnel) carry(d *direction, src, dst net.Conn, closed, failed string) {
 				d.mu.Unlock()
 				return
 			}
-			if t.opts.WriteTimeout > 0 {
-				_ = dst.SetWriteDeadline(time.Now().Add(t.opts.WriteTimeout))
+			if dl := t.writeDeadline(); !dl.IsZero() {
+				_ = dst.SetWriteDeadline(dl)
 			}
 			w, werr := dst.Write(buf[:n])
 			d.frames.feed(buf[:w])

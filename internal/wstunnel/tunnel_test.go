@@ -250,3 +250,20 @@ func TestTunnelIdleTimeout(t *testing.T) {
 		t.Errorf("the client got % x, want a close frame 1001", got)
 	}
 }
+
+func TestTunnelGoAwayAfterACloseFrameSendsNoOther(t *testing.T) {
+	s := start(t, Options{})
+	clientClose := []byte{0x88, 0x82, 1, 2, 3, 4, 0x03 ^ 1, 0xE8 ^ 2} // 1000, masked
+	if _, err := s.client.Write(clientClose); err != nil {
+		t.Fatal(err)
+	}
+	readN(t, s.upstream, len(clientClose))
+	s.tun.GoAway()
+	s.wait(t)
+	if got := readClosed(t, s.upstream); len(got) != 0 {
+		t.Errorf("the upstream got % x after the client's close frame, want nothing more", got)
+	}
+	if got := readClosed(t, s.client); !bytes.Equal(got, []byte{0x88, 2, 0x03, 0xE9}) {
+		t.Errorf("the client got % x, want a close frame 1001", got)
+	}
+}
