@@ -207,6 +207,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	err := g.server.ShutdownWithContext(ctx)
 	<-drained
+	if loops != nil {
+		// fasthttp serves a listener given to it after its shutdown: the
+		// loops' hand-over listener, when the gateway is shut down before
+		// that serving began, would be served for ever.
+		_ = loops.handoff.Close()
+	}
 	err = errors.Join(err, loopErr, g.tunnels.shutdown(ctx))
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
