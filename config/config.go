@@ -175,13 +175,15 @@ type Upstream struct {
 	// retries treat as a connection error (retry.on's connect_error: the
 	// target never saw the request). Default 5s.
 	ConnectTimeout Duration `yaml:"connect_timeout"`
-	// ResponseHeaderTimeout bounds each wait for a target once a request
-	// is sent: for the response's headers (and its body, when the gateway
-	// reads it whole), then between two reads of a streamed body, as
-	// nginx's proxy_read_timeout. An attempt that waits longer for its
-	// headers ends as a timeout (504, and retried on timeout) on every
-	// route, with or without a timeout policy; a streamed body that stalls
-	// longer is cut, and the client's connection closed. Default 60s.
+	// ResponseHeaderTimeout bounds an attempt's wait for its response's
+	// head, counted from the attempt's start (connecting and sending the
+	// request included; a body of at most 64 KiB, which the gateway reads
+	// whole, too), then each wait between two reads of a streamed body, as
+	// nginx's proxy_read_timeout. A route's timeout, when shorter, bounds
+	// the head instead. An attempt that waits longer for its head ends as a
+	// timeout (504, and retried on timeout) on every route and engine, with
+	// or without a timeout policy; a streamed body that stalls longer is
+	// cut, and the client's connection closed. Default 60s.
 	ResponseHeaderTimeout Duration `yaml:"response_header_timeout"`
 }
 
@@ -253,7 +255,11 @@ type Policies struct {
 	Concurrency    *Concurrency    `yaml:"concurrency"`
 	CircuitBreaker *CircuitBreaker `yaml:"circuit_breaker"`
 	Retry          *Retry          `yaml:"retry"`
-	// Timeout bounds one attempt upstream. Default: none (0s).
+	// Timeout bounds one attempt upstream from its start: its response's
+	// head must come within it (or within the upstream's
+	// response_header_timeout when that is shorter), and a streamed body
+	// must end within it. An attempt past it ends as a timeout (504, and
+	// retried on timeout). Default: none (0s).
 	Timeout Duration `yaml:"timeout"`
 	// Coalesce makes identical concurrent GET and HEAD requests without a
 	// body share one upstream call. Requests are identical when their

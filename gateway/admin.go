@@ -28,15 +28,32 @@ type AdminOptions struct {
 
 // AdminHandler serves the admin API:
 //
-//	GET  /metrics   Prometheus metrics
-//	GET  /status    JSON: routes, per-target health, breaker states, limits, in-flight, last reload
-//	GET  /healthz   200 while the process runs
-//	GET  /readyz    200 while serving, 503 once shutdown has begun
-//	POST /reload    re-read and apply the configuration
+//	GET  /metrics           Prometheus metrics
+//	GET  /status            JSON: routes, per-target health, breaker states, limits, in-flight, last reload
+//	GET  /dashboard         a live page of the same and of the requests' rates (see below); / redirects to it
+//	GET  /dashboard/events  the page's server-sent events: a DashboardFrame a second
+//	POST /dashboard/login   the page's login form, with a token
+//	GET  /healthz           200 while the process runs
+//	GET  /readyz            200 while serving, 503 once shutdown has begun
+//	POST /reload            re-read and apply the configuration
 //
-// With a token, every endpoint but /healthz and /readyz needs it.
+// With a token, every endpoint but /healthz and /readyz needs it; the
+// dashboard takes it once in its login form, which gives the browser a
+// session cookie valid for /dashboard alone (see dashboardSite).
+//
+// The dashboard samples the gateway once a second while at least one
+// event stream is open, for every viewer at once (at most 16), and keeps
+// the last five minutes of its samples for the charts. Its rates and
+// latencies come from the metrics of Gatherer (sluice_requests_total,
+// sluice_request_duration_seconds, sluice_ratelimit_decisions_total); it
+// shows none without it.
 func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
 	mux := http.NewServeMux()
+	dash := newDashboardSite(newDashboard(g, o.Gatherer), o.Token)
+	mux.Handle("GET /{$}", http.RedirectHandler("/dashboard", http.StatusFound))
+	mux.HandleFunc("GET /dashboard", dash.page)
+	mux.HandleFunc("GET /dashboard/events", dash.events)
+	mux.HandleFunc("POST /dashboard/login", dash.login)
 	guarded := func(h http.Handler) http.Handler {
 		if o.Token == "" {
 			return h
@@ -82,16 +99,21 @@ func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
 
 // bearer reports whether the Authorization header value auth carries token
 // with the Bearer scheme. The scheme is matched without regard to case
-// (RFC 9110 §11.1) and may be followed by more than one space; the token is
-// compared in constant time, through digests of equal length so that its
-// length does not show either.
+// (RFC 9110 §11.1) and may be followed by more than one space.
 func bearer(auth, token string) bool {
 	scheme, cred, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
-	got, want := sha256.Sum256([]byte(strings.TrimLeft(cred, " "))), sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	return tokenEqual(strings.TrimLeft(cred, " "), token)
+}
+
+// tokenEqual reports whether got is token, compared in constant time
+// through digests of equal length so that token's length does not show
+// either.
+func tokenEqual(got, token string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -21,9 +21,10 @@ var aLongTimeAgo = time.Unix(1, 0)
 // exchange then fails with the error fire was given. The zero value is
 // ready; a nil *interrupt never fires.
 type interrupt struct {
-	mu   sync.Mutex // protects conn and err
-	conn net.Conn   // the target connection in use; nil between exchanges
-	err  error      // why the exchange was cut; nil until then
+	mu   sync.Mutex    // protects conn, err and gone
+	conn net.Conn      // the target connection in use; nil between exchanges
+	err  error         // why the exchange was cut; nil until then
+	gone chan struct{} // closed once cut; made by the first call to left
 }
 
 // set makes c the connection in use, or returns the cut's error when the
@@ -57,11 +58,31 @@ func (i *interrupt) clear(err error) error {
 	return err
 }
 
+// left returns a channel closed once the exchange is cut (never, for a nil
+// *interrupt): a wait between attempts ends on it.
+func (i *interrupt) left() <-chan struct{} {
+	if i == nil {
+		return nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.gone == nil {
+		i.gone = make(chan struct{})
+		if i.err != nil {
+			close(i.gone)
+		}
+	}
+	return i.gone
+}
+
 func (i *interrupt) fire(err error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.err == nil {
 		i.err = err
+		if i.gone != nil {
+			close(i.gone)
+		}
 	}
 	if i.conn != nil {
 		_ = i.conn.SetDeadline(aLongTimeAgo)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
 )
 
@@ -38,9 +37,9 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 		own *fasthttp.Response // the private answer, when led
 	)
 	key := coalescingKey(&ctx.Request.Header, limitKey, rt.cfg.Policies.CoalesceVary)
-	shared, err, _ := rt.group.Do(context.Background(), key, func(cctx context.Context) (*sharedResponse, error) {
+	shared, err, _ := rt.group.Do(context.Background(), key, func(context.Context) (*sharedResponse, error) {
 		led = true
-		resp, err := sluice.Do(cctx, rt.guard, x.attempt)
+		resp, err := x.run()
 		x.take(resp)
 		if resp == nil {
 			return nil, err
@@ -60,12 +59,12 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 	case own != nil:
 		return respond(ctx, rt, own, err)
 	case !led && shared != nil && !shared.sharesWith(&ctx.Request.Header):
-		resp, err := sluice.Do(context.Background(), rt.guard, x.call)
+		resp, err := x.run()
 		x.take(resp)
 		return respond(ctx, rt, resp, err)
 	}
 	var serr *StatusError
-	if shared == nil || (err != nil && (!errors.As(err, &serr) || rt.fallback != nil)) {
+	if shared == nil || (err != nil && (!errors.As(err, &serr) || rt.life.fallback != nil)) {
 		return respond(ctx, rt, nil, orUnavailable(err))
 	}
 	for _, kv := range shared.headers {

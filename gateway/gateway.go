@@ -89,6 +89,8 @@ type Gateway struct {
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
 	closing atomic.Bool
+	// breakerLog holds the breakers' last state changes for the dashboard.
+	breakerLog transitions
 }
 
 // ReloadStatus describes the last attempt to apply a configuration.

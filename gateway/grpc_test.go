@@ -247,7 +247,7 @@ func TestGRPCRejectionsAreGRPCAnswers(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		t.Run("timeout", func(t *testing.T) {
 			up := startGRPCUpstream(t)
-			gw, c := grpcGateway(t, engine, up, `    policies: {timeout: 2s}`)
+			_, c := grpcGateway(t, engine, up, `    policies: {timeout: 1s}`)
 			done := make(chan *status.Status, 1)
 			go func() {
 				_, err := c.UnaryCall(callCtx(t), &testgrpc.SimpleRequest{Payload: payload([]byte("block"))})
@@ -256,12 +256,11 @@ func TestGRPCRejectionsAreGRPCAnswers(t *testing.T) {
 			<-up.blocked
 			// The route's timeout, shorter than the client's, is the
 			// attempt's deadline, and the upstream was told so.
-			if d := <-up.deadline; d <= 0 || d > 2*time.Second {
-				t.Errorf("the upstream's deadline is %v away, want at most the route's 2s", d)
+			if d := <-up.deadline; d <= 0 || d > time.Second {
+				t.Errorf("the upstream's deadline is %v away, want at most the route's 1s", d)
 			}
-			gw.Clock.Advance(2 * time.Second)
-			if st := <-done; st.Code() != codes.DeadlineExceeded {
-				t.Errorf("a call past the route's timeout: %v, want DEADLINE_EXCEEDED", st)
+			if st := <-done; st.Code() != codes.DeadlineExceeded || !strings.Contains(st.Message(), "timeout") {
+				t.Errorf("a call past the route's timeout: %v, want DEADLINE_EXCEEDED from the gateway", st)
 			}
 		})
 		t.Run("overload", func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
 )
 
@@ -42,7 +41,6 @@ import (
 
 // grpcCall is one gRPC call on its way upstream, across attempts.
 type grpcCall struct {
-	g    *Gateway
 	rt   *route
 	w    http.ResponseWriter
 	r    *http.Request
@@ -53,7 +51,6 @@ type grpcCall struct {
 	// hold: the call may be retried, so an answer is read whole before any
 	// of it is sent.
 	hold  bool
-	last  *target
 	held  *heldAnswer // the last attempt's answer, read whole
 	wrote bool        // an answer was sent to the client (headers at least)
 }
@@ -65,7 +62,8 @@ type heldAnswer struct {
 }
 
 // serveGRPC serves the gRPC call r on rt and returns the reason for the
-// log ("" when the upstream's answer was passed on).
+// log ("" when the upstream's answer was passed on). It drives the route's
+// lifecycle as the other engines do (see call), with gRPC's outcomes.
 func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, rt *route) string {
 	xff, err := stdLimit(r, st, rt)
 	if err != nil {
@@ -74,29 +72,64 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	ctx := r.Context()
 	if d, ok := parseGRPCTimeout(r.Header.Get(hdrGRPCTimeout)); ok {
 		var cancel context.CancelFunc
-		ctx, cancel = g.clock.WithTimeout(ctx, d)
+		ctx, cancel = context.WithTimeout(ctx, d) // on the wall clock, as attempts' deadlines
 		defer cancel()
 	}
-	c := &grpcCall{g: g, rt: rt, w: w, r: r, xff: string(xff), rest: r.Body}
+	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), rest: r.Body}
 	if rt.policies.retry != nil && rt.grpc.idempotent(r.URL.Path) {
 		if reason := c.readRequest(); reason != "" {
 			return reason
 		}
 	}
-	_, err = sluice.Do(ctx, rt.guard, c.attempt)
-	if c.wrote {
-		_, reason := answer.GRPCClassify(err)
-		return reason
-	}
-	if c.held != nil {
+	err = c.run(ctx)
+	switch {
+	case c.wrote:
+	case c.held != nil:
 		c.sendHeld()
-		_, reason := answer.GRPCClassify(err)
-		return reason
+	default:
+		return writeGRPCError(w, err)
 	}
-	if err == nil {
-		err = errors.New("gateway: no answer") // cannot happen: an attempt without error holds or sent one
+	_, reason := answer.GRPCClassify(err)
+	return reason
+}
+
+// run drives the call's attempts through the route's lifecycle until one
+// is not retried, and returns the last one's error (nil when it held or
+// passed on an answer that is not a failure).
+func (c *grpcCall) run(ctx context.Context) error {
+	var cl call
+	cl.start(c.rt.life, !c.hold)
+	for {
+		a, err := cl.begin()
+		if err != nil {
+			return err
+		}
+		err = c.attempt(ctx, &a)
+		delay, again, err := cl.end(&a, http.StatusOK, nil, err)
+		if !again {
+			return err
+		}
+		if !sleepCtx(ctx, c.rt.life, delay) {
+			cl.cancelled(err)
+			return err
+		}
 	}
-	return writeGRPCError(w, err)
+}
+
+// sleepCtx waits d on lc's clock before another attempt; it returns false
+// when ctx ended meanwhile.
+func sleepCtx(ctx context.Context, lc *lifecycle, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := lc.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // readRequest reads the call's request whole, so that it can be sent
@@ -115,43 +148,29 @@ func (c *grpcCall) readRequest() string {
 	return ""
 }
 
-// attempt sends the call to one target and reads or passes on its answer.
-// Its error is what the route's policies see: the upstream's failing
-// grpc-status (*answer.GRPCStatusError), a failing HTTP status
-// (*StatusError) or an *UpstreamError; marked final when the call may not
-// be sent again.
-func (c *grpcCall) attempt(ctx context.Context) (struct{}, error) {
+// attempt sends the call to a's target, within the route's timeout from
+// the attempt's start, and reads or passes on its answer. Its error is
+// what the route's policies see: the upstream's failing grpc-status
+// (*answer.GRPCStatusError), a failing HTTP status (*StatusError) or an
+// *UpstreamError; final when the call may not be sent again.
+func (c *grpcCall) attempt(ctx context.Context, a *attempt) error {
 	c.held = nil
 	if c.body == nil && c.sent {
-		return struct{}{}, errNotReplayable
+		return errNotReplayable
 	}
-	t := c.rt.pool.choose(c.last)
-	c.last = t
-	var permit sluice.Permit
-	if t.passive != nil {
-		if p, err := t.passive.Acquire(ctx); err == nil {
-			permit = p
-		}
+	if d := c.rt.life.timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, a.start.Add(d))
+		defer cancel()
 	}
-	t.inflight.Add(1)
-	err := c.exchange(ctx, t)
-	t.inflight.Add(-1)
-	var ue *UpstreamError
-	switch {
-	case errors.As(err, &ue):
-		permit.Done(sluice.Outcome{Class: classify(ctx, err), Err: err})
-	case err != nil:
-		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: err})
-	default:
-		permit.Done(sluice.Outcome{Class: sluice.Success})
-	}
+	err := c.exchange(ctx, a.t)
 	if err != nil && (c.wrote || !c.hold) {
 		// Sent once: the call is not idempotent (its request streamed to
 		// the target, which closes it on failure), or its answer is on
 		// its way to the client.
 		err = &finalError{err}
 	}
-	return struct{}{}, err
+	return err
 }
 
 // exchange sends the call to t and reads its answer: held whole when the
@@ -221,7 +240,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 	out.Header.Set("X-Forwarded-Host", c.r.Host)
 	out.Header.Set("X-Forwarded-Proto", stdScheme(c.r))
 	if dl, ok := ctx.Deadline(); ok {
-		out.Header.Set(hdrGRPCTimeout, formatGRPCTimeout(dl.Sub(c.g.clock.Now())))
+		out.Header.Set(hdrGRPCTimeout, formatGRPCTimeout(time.Until(dl)))
 	}
 	return out, nil
 }

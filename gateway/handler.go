@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/netip"
@@ -13,7 +12,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/answer"
@@ -27,19 +25,15 @@ type route struct {
 	match matcher
 	pool  *pool
 	limit *rateLimit // nil when the route has no rate limit
-	guard *sluice.Guard
+	life  *lifecycle // what every engine drives a request through
 	// loop reports whether event loops can serve the route: its policies
-	// decide at once; admit is then its guard without the timeout, which
-	// the loop runs itself.
+	// decide at once.
 	loop     bool
-	admit    *sluice.Guard
 	group    *coalesce.Group[string, *sharedResponse] // nil unless coalescing
-	fallback *config.Fallback
-	grpc     grpcMethods    // the gRPC calls that may be retried
-	policies *routePolicies // for /status and reuse across reloads
+	grpc     grpcMethods                              // the gRPC calls that may be retried
+	policies *routePolicies                           // for /status and reuse across reloads
 	metrics  *telemetry.Route
 	inflight atomic.Int64
-	clock    clock.Clock
 }
 
 // handle serves one client request.
@@ -131,7 +125,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	if watched {
 		x.watch.arm(ctx.Conn())
 	}
-	resp, err := sluice.Do(context.Background(), rt.guard, x.call)
+	resp, err := x.run()
 	if watched {
 		x.watch.stop()
 	}
@@ -170,7 +164,6 @@ func (g *Gateway) newExchange(rt *route, req *fasthttp.Request) *exchange {
 	x, _ := g.exchanges.Get().(*exchange)
 	if x == nil {
 		x = &exchange{watch: &clientWatch{}}
-		x.call = x.attempt // made once: a method value allocates
 		x.watch.init()
 	}
 	x.rt, x.req = rt, req
@@ -185,7 +178,7 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 		sendResponse(ctx, resp)
 		return ""
 	}
-	if serr := (*StatusError)(nil); errors.As(err, &serr) && resp != nil && rt.fallback == nil {
+	if serr := (*StatusError)(nil); errors.As(err, &serr) && resp != nil && rt.life.fallback == nil {
 		sendResponse(ctx, resp)
 		return "upstream_status"
 	}
@@ -194,8 +187,8 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 	}
 	code, reason := answer.Classify(err)
 	retryAfter, _ := answer.RetryAfter(err)
-	if rt.fallback != nil {
-		writeFallback(ctx, rt.fallback)
+	if rt.life.fallback != nil {
+		writeFallback(ctx, rt.life.fallback)
 		return "fallback:" + reason
 	}
 	writeError(ctx, code, reason, retryAfter)

@@ -53,7 +53,8 @@ func (p *pool) check(t *target, path string, timeout time.Duration) bool {
 	req.SetRequestURI(path)
 	req.Header.SetHost(t.client.Addr)
 	req.Header.SetMethod(fasthttp.MethodGet)
-	if err := roundTrip(t.client, req, resp, trip{deadline: time.Now().Add(timeout)}); err != nil {
+	dl := time.Now().Add(timeout)
+	if err := roundTrip(t.client, req, resp, trip{head: dl, deadline: dl}); err != nil {
 		return false
 	}
 	return resp.StatusCode() >= 200 && resp.StatusCode() < 400

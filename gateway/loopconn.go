@@ -4,7 +4,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net"
 	"net/netip"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
-	"github.com/sluicehq/sluice/retry"
 )
 
 // loopBody is the largest request body the loops take: a larger one, or
@@ -50,7 +48,7 @@ const (
 )
 
 // clientConn is a client connection served on an event loop: one request
-// at a time; pipelined requests wait in the loop's buffer.
+// at a time (loopRequest); pipelined requests wait in the loop's buffer.
 type clientConn struct {
 	c     gnet.Conn
 	l     *loop
@@ -68,32 +66,7 @@ type clientConn struct {
 	keyHeader []byte
 	key       string
 
-	// The request in flight: its head and body, copied out of the
-	// connection's buffer (in), the head read from them (head).
-	in             []byte
-	head           reqHead
-	body           []byte // in's tail
-	rt             *route
-	final          bool           // a failed attempt must not be retried (see exchange.final)
-	attempts       retry.Attempts // when the route retries
-	last           *target        // the previous attempt's target
-	lastErr        error          // the previous attempt's error, during the wait for the next
-	adm            sluice.Admission
-	start          time.Time
-	xff            []byte // the X-Forwarded-For value to send
-	xffBuf         []byte
-	rl             []byte // the RateLimit header value, in rlBuf
-	rlBuf          [64]byte
-	t              *target
-	passive        sluice.Permit
-	up             *upConn
-	replayed       bool // sent again after a stale upstream connection
-	wantClose      bool // the client asked to close after the response
-	timer          clock.Timer
-	stream         net.Conn // the upstream connection a streamed response comes from
-	streamTarget   *target
-	streamReuse    bool      // the stream ended cleanly on a keep-alive connection
-	streamDeadline time.Time // ends a streamed response when the route has a timeout
+	loopRequest
 
 	// deadline is when an idle connection, or one whose request is still
 	// arriving, is closed; zero while the request is upstream. The wake
@@ -108,6 +81,35 @@ type clientConn struct {
 	pollDelay time.Duration // see poll
 	outLast   int           // the unsent bytes await saw last
 	outSince  time.Time     // when await last saw them fall; zero until it first looks
+}
+
+// loopRequest is the request in flight on a clientConn: its head and body,
+// copied out of the connection's buffer (in), the head read from them
+// (head), its call through the route's lifecycle, stepped by the loop
+// (begin, attempt, upstreamDone, retryAfter, resume, respond), and the
+// upstream connection or stream serving its attempt.
+type loopRequest struct {
+	in        []byte
+	head      reqHead
+	body      []byte // in's tail
+	rt        *route
+	call      call
+	att       attempt // the attempt under way, or the last one
+	lastErr   error   // the previous attempt's error, during the wait for the next
+	start     time.Time
+	xff       []byte // the X-Forwarded-For value to send
+	xffBuf    []byte
+	rl        []byte // the RateLimit header value, in rlBuf
+	rlBuf     [64]byte
+	up        *upConn
+	replayed  bool // sent again after a stale upstream connection
+	wantClose bool // the client asked to close after the response
+	timer     clock.Timer
+
+	stream         net.Conn // the upstream connection a streamed response comes from
+	streamTarget   *target
+	streamReuse    bool      // the stream ended cleanly on a keep-alive connection
+	streamDeadline time.Time // ends a streamed response when the route has a timeout
 }
 
 // open starts serving c on its loop.
@@ -141,7 +143,13 @@ func (cc *clientConn) closed() {
 		cc.gone = true // an answer that comes is dropped
 		if up := cc.up; up != nil {
 			up.abandon()
-			cc.upstreamDone(nil, upstreamError(cc.t, errClientGone))
+			cc.upstreamDone(nil, upstreamError(cc.att.t, errClientGone))
+		} else if cc.timer != nil {
+			// The wait before another attempt: it ends now, as on the
+			// goroutine engine, with the last attempt's error.
+			cc.stopTimer()
+			cc.call.cancelled(cc.lastErr)
+			cc.respond(nil, cc.lastErr)
 		}
 	case stateStreaming:
 		cc.state = stateGone
@@ -368,37 +376,28 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	}
 	// The loops hold the whole body: only the method makes a request one
 	// that a failed attempt ends.
-	cc.final = !idempotent(h.method)
-	if p := rt.policies.retry; p != nil {
-		cc.attempts = p.Start()
-	}
+	cc.call.start(rt.life, !idempotent(h.method))
 	cc.deadline = time.Time{}
 	cc.attempt()
 }
 
-// attempt runs the route's admission policies and sends the request
+// attempt begins an attempt of the request's call and sends the request
 // upstream, or answers at once when a policy refuses it (the gateway's
-// retries never repeat a refusal: see retryOn).
+// retries never repeat a refusal: see retryOn). A timer on the gateway's
+// clock ends the attempt when its response's head is late (see
+// lifecycle.headLimit).
 func (cc *clientConn) attempt() {
-	rt := cc.rt
-	adm, err := rt.admit.Begin(context.Background())
+	a, err := cc.call.begin()
 	if err != nil {
 		cc.respond(nil, err)
 		return
 	}
 	cc.gen++ // a timer of an earlier attempt finds it ended
-	cc.adm = adm
+	cc.att = a
 	cc.state = stateBusy
-	// The route's timeout, or the upstream's response_header_timeout when
-	// it is shorter (or the route has none), ends an attempt without its
-	// response.
-	d := rt.policies.timeout
-	if w := rt.pool.cfg.ResponseHeaderTimeout.D(); w > 0 && (d <= 0 || w < d) {
-		d = w
-	}
-	if d > 0 {
+	if d := cc.rt.life.headLimit(); d > 0 {
 		gen, l := cc.gen, cc.l
-		cc.timer = rt.clock.AfterFunc(d, func() { l.e.execute(l, func() { cc.timeout(gen) }) })
+		cc.timer = cc.rt.life.clock.AfterFunc(d, func() { l.e.execute(l, func() { cc.timeout(gen) }) })
 	}
 	cc.send()
 }
@@ -419,20 +418,10 @@ func (cc *clientConn) rateKey(rt *route, client netip.Addr) string {
 	return cc.key
 }
 
-// send sends the request to a target over an idle connection of the loop,
-// or a new one.
+// send sends the request to the attempt's target over an idle connection
+// of the loop, or a new one.
 func (cc *clientConn) send() {
-	t := cc.t
-	if t == nil {
-		t = cc.rt.pool.choose(cc.last)
-		cc.t = t
-		if t.passive != nil {
-			if p, err := t.passive.Acquire(context.Background()); err == nil {
-				cc.passive = p
-			}
-		}
-		t.inflight.Add(1)
-	}
+	t := cc.att.t
 	// The request's start stands for the time: a connection that looks
 	// younger than it is when the request is sent again after a stale
 	// connection fails the same way at worst.
@@ -452,7 +441,7 @@ func (cc *clientConn) timeout(gen uint64) {
 	if up := cc.up; up != nil {
 		up.abandon()
 	}
-	cc.upstreamDone(nil, upstreamError(cc.t, fasthttp.ErrTimeout))
+	cc.upstreamDone(nil, upstreamError(cc.att.t, fasthttp.ErrTimeout))
 }
 
 // upstreamDone ends the attempt: resp is the upstream's response in the
@@ -460,15 +449,16 @@ func (cc *clientConn) timeout(gen uint64) {
 // *UpstreamError. The request then goes to another attempt when the
 // route's retry asks for one, or is answered.
 func (cc *clientConn) upstreamDone(resp *fasthttp.Response, err error) {
-	o, err := attemptResult(resp, err)
-	err = attemptError(err, cc.final)
-	cc.attemptEnded(o, err)
-	if cc.rt.policies.retry != nil && err != nil {
-		r := sluice.Result{Outcome: sluice.Outcome{Class: o.Class, Err: err}}
-		if delay, ok := cc.attempts.Next(context.Background(), r); ok {
-			cc.retryAfter(delay, err)
-			return
-		}
+	var code int
+	var retryAfter []byte
+	if resp != nil {
+		code, retryAfter = outcomeOf(resp)
+	}
+	cc.stopTimer()
+	delay, again, err := cc.call.end(&cc.att, code, retryAfter, err)
+	if again {
+		cc.retryAfter(delay, err)
+		return
 	}
 	cc.respond(resp, err)
 }
@@ -481,42 +471,38 @@ func (cc *clientConn) retryAfter(delay time.Duration, err error) {
 		_ = cc.stream.Close()
 		cc.stream = nil
 	}
-	cc.last, cc.t, cc.lastErr = cc.t, nil, err
+	cc.lastErr = err
 	if delay <= 0 {
 		cc.attempt()
 		return
 	}
 	gen, l := cc.gen, cc.l
-	cc.timer = cc.rt.clock.AfterFunc(delay, func() { l.e.execute(l, func() { cc.resume(gen) }) })
+	cc.timer = cc.rt.life.clock.AfterFunc(delay, func() { l.e.execute(l, func() { cc.resume(gen) }) })
 }
 
-// resume starts the next attempt after the wait that followed attempt gen,
-// or, when the client has gone meanwhile, ends the request with the last
-// attempt's error.
+// resume starts the next attempt after the wait that followed attempt gen
+// (a client that leaves during the wait ends it: see closed).
 func (cc *clientConn) resume(gen uint64) {
 	if cc.gen != gen || cc.state != stateBusy {
 		return
 	}
 	cc.timer = nil
-	if cc.gone {
-		cc.attempts.Cancelled(sluice.Result{Outcome: sluice.Outcome{Class: sluice.Failure, Err: cc.lastErr}})
-		cc.respond(nil, cc.lastErr)
-		return
-	}
 	cc.attempt()
 }
 
-// attemptEnded reports the attempt's outcome o, and the error the route's
-// policies see, to the target's passive health and the policies.
-func (cc *clientConn) attemptEnded(o sluice.Outcome, err error) {
-	cc.t.inflight.Add(-1)
-	cc.passive.Done(o)
-	cc.passive = sluice.Permit{}
+// upstreamEnded ends the attempt with a response whose status code is
+// below 500: a success, which no other attempt follows.
+func (cc *clientConn) upstreamEnded(code int) {
+	cc.stopTimer()
+	_, _, _ = cc.call.end(&cc.att, code, nil, nil)
+}
+
+// stopTimer stops the attempt's timer.
+func (cc *clientConn) stopTimer() {
 	if cc.timer != nil {
 		cc.timer.Stop()
 		cc.timer = nil
 	}
-	cc.adm.End(context.Background(), err)
 }
 
 // respond answers the request with the upstream's response, the route's
@@ -548,19 +534,15 @@ func (cc *clientConn) end(reason string) {
 	g := cc.l.e.g
 	cc.rt.inflight.Add(-1)
 	g.finish(&cc.ctx, cc.rt, cc.start, reason)
-	cc.rt, cc.t, cc.last, cc.lastErr, cc.rl, cc.replayed = nil, nil, nil, nil, nil, false
+	cc.rt, cc.att, cc.lastErr, cc.rl, cc.replayed = nil, attempt{}, nil, nil, false
+	cc.call = call{}
 }
 
 // reply sends the response in cc.ctx and makes the connection ready for
 // the next request.
 func (cc *clientConn) reply() {
 	ctx := &cc.ctx
-	if cc.closing() {
-		ctx.Response.SetConnectionClose()
-	}
-	if ctx.IsHead() {
-		ctx.Response.SkipBody = true
-	}
+	answerFor(&ctx.Response, ctx.IsHead(), cc.closing())
 	if !cc.gone {
 		w := cc.l.writer()
 		if ctx.Response.Write(w) != nil || cc.l.flush(cc.c) != nil {
@@ -568,6 +550,18 @@ func (cc *clientConn) reply() {
 		}
 	}
 	cc.ready()
+}
+
+// answerFor makes resp the answer on a loop's client connection (reply,
+// streamResponse): without a body for a HEAD (head), and with Connection:
+// close when the connection closes after it (closing).
+func answerFor(resp *fasthttp.Response, head, closing bool) {
+	if closing {
+		resp.SetConnectionClose()
+	}
+	if head {
+		resp.SkipBody = true
+	}
 }
 
 // forward answers the request with the target's response h, whose body is

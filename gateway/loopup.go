@@ -12,8 +12,6 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/valyala/fasthttp"
-
-	"github.com/sluicehq/sluice"
 )
 
 // maxResponseHeader bounds a response's headers read on a loop.
@@ -185,10 +183,10 @@ func (up *upConn) traffic() gnet.Action {
 		var h respHead
 		if parseResponse(buf[:hlen], &h) && h.code < 500 {
 			need := -1
-			switch {
-			case cc.ctx.IsHead() || h.code == fasthttp.StatusNoContent || h.code == fasthttp.StatusNotModified:
+			switch responseBody(cc.ctx.IsHead(), h.code, h.cl) {
+			case bodyNone:
 				need = hlen
-			case h.cl >= 0 && h.cl <= smallBody:
+			case bodyWhole:
 				need = hlen + h.cl
 			}
 			if need >= 0 {
@@ -208,20 +206,21 @@ func (up *upConn) traffic() gnet.Action {
 		}
 		resp.Header.SetProtocol(http11) // as readResponse does
 		code, cl := resp.StatusCode(), resp.Header.ContentLength()
-		switch {
-		case code == fasthttp.StatusSwitchingProtocols:
-			return up.fail(errUnexpected101)
-		case code >= 100 && code < 200:
-			if up.interim++; up.interim > 10 {
-				return up.fail(errors.New("gateway: too many interim responses"))
-			}
+		up.interim++
+		skip, err := interim(code, up.interim)
+		if err != nil {
+			return up.fail(err)
+		}
+		if skip {
 			_, _ = c.Discard(hlen)
 			buf = buf[hlen:]
 			continue
-		case cc.ctx.IsHead() || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
+		}
+		switch responseBody(cc.ctx.IsHead(), code, cl) {
+		case bodyNone:
 			resp.SkipBody = true
 			up.need = hlen
-		case cl >= 0 && cl <= smallBody:
+		case bodyWhole:
 			up.need = hlen + cl
 		default:
 			return up.stream(hlen, cl)
@@ -247,7 +246,7 @@ func (up *upConn) traffic() gnet.Action {
 func (up *upConn) forward(h *respHead, body []byte, n int, keep bool) gnet.Action {
 	cc := up.cc
 	cc.up = nil
-	cc.attemptEnded(sluice.Outcome{Class: sluice.Success}, nil)
+	cc.upstreamEnded(h.code)
 	cc.forward(h, body)
 	return up.done(n, keep && !h.close())
 }
@@ -291,8 +290,8 @@ func (up *upConn) stream(hlen, cl int) gnet.Action {
 		return gnet.Close
 	}
 	cc.stream, cc.streamTarget = nc, up.t
-	if d := cc.rt.policies.timeout; d > 0 {
-		cc.streamDeadline = cc.start.Add(d) // the timeout bounds the body too
+	if d := cc.rt.life.timeout; d > 0 {
+		cc.streamDeadline = cc.att.start.Add(d) // the timeout bounds the body too
 	}
 	br := bufio.NewReader(nc)
 	body := newConnBody(br, cl)
@@ -345,12 +344,7 @@ func (cc *clientConn) streamResponse(nc net.Conn) {
 		_ = nc.SetWriteDeadline(dl)
 		paceClient(ctx.Response.BodyStream(), nc, wt)
 	}
-	if cc.wantClose || cc.l.e.draining.Load() {
-		ctx.Response.SetConnectionClose()
-	}
-	if ctx.IsHead() {
-		ctx.Response.SkipBody = true
-	}
+	answerFor(&ctx.Response, ctx.IsHead(), cc.wantClose || cc.l.e.draining.Load())
 	w := bufio.NewWriter(nc)
 	err := ctx.Response.Write(w)
 	if err == nil {

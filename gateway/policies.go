@@ -19,7 +19,6 @@ import (
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/retry"
-	"github.com/sluicehq/sluice/timeout"
 )
 
 // routePolicies are the policy instances of a route, with the settings they
@@ -43,8 +42,8 @@ type routePolicies struct {
 // buildRoute builds a route of st from its configuration, reusing old's
 // policies (old may be nil) where their settings are unchanged.
 func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, error) {
-	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream], fallback: rc.Policies.Fallback,
-		grpc: newGRPCMethods(rc.GRPC), clock: g.clock, metrics: g.metrics.Route(rc.Name)}
+	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream],
+		grpc: newGRPCMethods(rc.GRPC), metrics: g.metrics.Route(rc.Name)}
 	var prev *routePolicies
 	if old != nil {
 		prev = old.policies
@@ -56,35 +55,8 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	r.policies = p
 	r.limit = p.rate
 	r.group = p.group
-	var admit []sluice.Policy
-	if p.breaker != nil {
-		admit = append(admit, p.breaker)
-	}
-	if p.bulkhead != nil {
-		admit = append(admit, p.bulkhead)
-	}
-	if p.adaptive != nil {
-		admit = append(admit, p.adaptive)
-	}
-	var chain []sluice.Policy
-	if p.retry != nil {
-		chain = append(chain, p.retry)
-	}
-	chain = append(chain, admit...)
-	if p.timeout > 0 {
-		t, err := timeout.New(timeout.Options{Timeout: p.timeout, Clock: g.clock})
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, t)
-	}
-	// Latency samples (adaptive limits, slow calls) are taken on the
-	// gateway's clock, like the policies' windows.
-	r.guard = sluice.New(chain...).WithClock(g.clock).WithClassifier(classify)
+	r.life = newLifecycle(p, r.pool, rc.Policies.Fallback, g.clock)
 	r.loop = loopRoute(rc, st, r.pool)
-	if r.loop {
-		r.admit = sluice.New(admit...).WithClock(g.clock).WithClassifier(classify)
-	}
 	return r, nil
 }
 
@@ -248,6 +220,7 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 		HalfOpenCalls:       bc.HalfOpenCalls,
 		OnStateChange: func(n string, from, to breaker.State) {
 			g.metrics.BreakerState(n, int(to), to.String(), true)
+			g.breakerLog.record(n, from, to, g.clock.Now())
 			g.log.Warn("circuit breaker state changed", "breaker", n, "from", from.String(), "to", to.String())
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -774,6 +775,53 @@ routes:
 		}
 		if n := calls.Load(); n != 2 {
 			t.Errorf("upstream calls %d, want 2", n)
+		}
+	})
+}
+
+// TestClientLeavesDuringRetryWait checks that a client that leaves while
+// its request waits before a retry ends the wait at once, on each engine:
+// no other attempt is made, and no timer is left on the gateway's clock.
+// (The goroutine engine slept on; the loops waited for their timer.)
+func TestClientLeavesDuringRetryWait(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		var calls atomic.Int64
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			w.WriteHeader(http.StatusBadGateway)
+		})
+		fc := clock.NewFake(time.Time{})
+		gw := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: rt
+    upstream: up
+    policies:
+      retry: {attempts: 2, on: ["502"], backoff: {initial: 1h, max: 1h, jitter: none}}
+`, engine, up.URL), fc)
+		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		// The retry is decided (and counted) before its wait starts.
+		eventually(t, "the retry", func() bool {
+			return strings.Contains(gw.metricsText(t), `sluice_retries_total{route="rt"} 1`)
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := fc.BlockUntil(ctx, 1); err != nil { // the wait before the retry
+			t.Fatal(err)
+		}
+		conn.Close()
+		eventually(t, "the wait to end", func() bool { return fc.Timers() == 0 })
+		if n := calls.Load(); n != 1 {
+			t.Errorf("upstream calls %d, want 1", n)
 		}
 	})
 }

@@ -63,9 +63,12 @@ type StatusError = answer.StatusError
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-// exchange is one client request on its way upstream, across attempts.
+// exchange is one client request on its way upstream on the goroutine
+// engine: the call through its route's lifecycle, driven blocking (run),
+// and the fasthttp messages its attempts send and read.
 type exchange struct {
 	rt     *route
+	c      call
 	req    *fasthttp.Request // the client's request, sent upstream as it is once prepared
 	xff    []byte            // the X-Forwarded-For value to send
 	ready  bool              // req's headers are prepared for the upstream
@@ -73,97 +76,99 @@ type exchange struct {
 	stream io.Reader         // the body when not replayable
 	sent   bool              // stream was given to an attempt
 	final  bool              // a failed attempt must not be retried
-	last   *target           // the target of the previous attempt
 	prev   *fasthttp.Response
 	// direct, when not nil, is the client's response, which attempts read
 	// the upstream's response into instead of a response of their own.
 	direct *fasthttp.Response
-	rl     [64]byte                                          // room for the RateLimit header value
-	call   func(context.Context) (*fasthttp.Response, error) // x.attempt
-	watch  *clientWatch                                      // cuts the attempts when the client leaves
+	rl     [64]byte     // room for the RateLimit header value
+	watch  *clientWatch // cuts the attempts when the client leaves
 }
 
-// reset clears x for reuse, keeping its buffers, call and watch.
+// reset clears x for reuse, keeping its buffers and watch.
 func (x *exchange) reset() *exchange {
-	*x = exchange{xff: x.xff[:0], call: x.call, watch: x.watch}
+	*x = exchange{xff: x.xff[:0], watch: x.watch}
 	return x
 }
 
-// attempt sends the request to one target and returns its response with the
-// body not yet read. A 5xx response comes back with a *StatusError.
-func (x *exchange) attempt(ctx context.Context) (*fasthttp.Response, error) {
+// run drives the request's call through its route's lifecycle, blocking:
+// an attempt, then, when the route's retry asks for another, a wait on the
+// gateway's clock (cut short, without another attempt, when the client
+// leaves) and the next. It returns the last attempt's response (its body
+// not yet read) with the call's error: nil, a *StatusError with a 5xx
+// response, or the error of a refusal or a failed attempt without one.
+func (x *exchange) run() (*fasthttp.Response, error) {
+	x.c.start(x.rt.life, x.final)
+	for {
+		a, err := x.c.begin()
+		if err != nil {
+			x.releasePrev()
+			return nil, err
+		}
+		resp, err := x.attempt(&a)
+		var code int
+		var retryAfter []byte
+		if resp != nil {
+			code, retryAfter = outcomeOf(resp)
+		}
+		delay, again, err := x.c.end(&a, code, retryAfter, err)
+		if !again {
+			return resp, err
+		}
+		if !x.sleep(delay) {
+			x.c.cancelled(err)
+			return resp, err
+		}
+	}
+}
+
+// sleep waits d on the route's clock before another attempt; it returns
+// false when the client left meanwhile.
+func (x *exchange) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := x.rt.life.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-x.watch.cut.left():
+		return false
+	}
+}
+
+// outcomeOf returns what the lifecycle reads of an upstream response: its
+// status code and, for a 5xx, its Retry-After value.
+func outcomeOf(resp *fasthttp.Response) (int, []byte) {
+	code := resp.StatusCode()
+	if code < 500 {
+		return code, nil
+	}
+	return code, resp.Header.Peek("Retry-After")
+}
+
+// attempt sends the request to a's target and returns its response with
+// the body not yet read, or an *UpstreamError.
+func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	x.releasePrev()
 	if x.stream != nil && x.sent {
 		return nil, errNotReplayable
 	}
-	t := x.rt.pool.choose(x.last)
-	x.last = t
-	// The target's passive-health breaker steers choose away from a failing
-	// target; when it refuses, every target is failing (choose found no
-	// better one), and the request goes anyway, unrecorded, rather than
-	// failing for certain (Envoy's "panic routing").
-	var permit sluice.Permit
-	if t.passive != nil {
-		if p, err := t.passive.Acquire(ctx); err == nil {
-			permit = p
-		}
-	}
+	t := a.t
 	req := x.prepare(t)
 	resp := x.direct
 	if resp == nil {
 		resp = fasthttp.AcquireResponse()
 	}
-	t.inflight.Add(1)
-	tr := trip{wait: t.wait, cut: &x.watch.cut}
-	if dl, ok := ctx.Deadline(); ok {
-		// The deadline is on the gateway's clock (a fake one in tests).
-		tr.deadline = time.Now().Add(dl.Sub(x.rt.clock.Now()))
-	}
-	err := roundTrip(t.client, req, resp, tr)
-	t.inflight.Add(-1)
-	// The outcomes carry no latency: the passive-health breaker counts
-	// failures in a row only (it ignores latency), so the attempt is not
-	// timed.
+	err := roundTrip(t.client, req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
 	if err != nil {
 		if resp != x.direct {
 			fasthttp.ReleaseResponse(resp)
 		}
-		o, err := attemptResult(nil, upstreamError(t, err))
-		permit.Done(o)
-		return nil, attemptError(err, x.final)
+		return nil, upstreamError(t, err)
 	}
-	o, serr := attemptResult(resp, nil)
-	permit.Done(o)
 	x.prev = resp
-	return resp, attemptError(serr, x.final)
-}
-
-// attemptError is the error the route's policies see for an attempt's
-// error err (see attemptResult): marked final when the request is (final)
-// and the target may have seen it, which is unless it could not be reached.
-func attemptError(err error, final bool) error {
-	var ue *UpstreamError
-	if err == nil || !final || (errors.As(err, &ue) && ue.Connect) {
-		return err
-	}
-	return &finalError{err}
-}
-
-// attemptResult says what an attempt's response, or its error (an
-// *UpstreamError), means: the outcome for the target's passive-health
-// permit, and the error the route's policies see, a *StatusError for a 5xx
-// response.
-func attemptResult(resp *fasthttp.Response, err error) (sluice.Outcome, error) {
-	if err != nil {
-		return sluice.Outcome{Class: classify(context.Background(), err), Err: err}, err
-	}
-	if code := resp.StatusCode(); code >= 500 {
-		// An HTTP-date is on the wall clock, whatever clock the gateway reads.
-		ra, _ := answer.ParseRetryAfter(string(resp.Header.Peek("Retry-After")), time.Now())
-		serr := &StatusError{StatusCode: code, RetryAfter: ra}
-		return sluice.Outcome{Class: sluice.Failure, Err: serr}, serr
-	}
-	return sluice.Outcome{Class: sluice.Success}, nil
+	return resp, nil
 }
 
 // releasePrev frees the response of an earlier attempt that a retry
@@ -328,7 +333,7 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 		stream := resp.BodyStream()
 		switch {
 		case stream == nil:
-		case ctx.IsHead() || resp.StatusCode() == fasthttp.StatusNoContent || resp.StatusCode() == fasthttp.StatusNotModified:
+		case bodiless(ctx.IsHead(), resp.StatusCode()):
 			cl := h.ContentLength()
 			_ = resp.CloseBodyStream()
 			if ctx.IsHead() && cl >= 0 {
@@ -346,7 +351,7 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	removeHopResponse(h)
 	kept.restore(h)
 	stream := resp.BodyStream()
-	if stream == nil || ctx.IsHead() || resp.StatusCode() == fasthttp.StatusNoContent || resp.StatusCode() == fasthttp.StatusNotModified {
+	if stream == nil || bodiless(ctx.IsHead(), resp.StatusCode()) {
 		cl := resp.Header.ContentLength()
 		if stream == nil && !resp.SkipBody {
 			ctx.Response.SetBody(resp.Body()) // a small body, read whole

@@ -14,29 +14,40 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// smallBody is the largest response body, in bytes, that roundTrip reads
-// whole: 64 KiB. The response then leaves in one write and its connection
-// goes back to the pool at once. A larger body, or one of unknown length,
-// streams, so that a slow client paces the upstream and memory stays flat.
-const smallBody = 64 << 10
-
 // maxTrailer bounds the trailer section of a chunked body that is read (and
 // dropped) so that its connection can be used again.
 const maxTrailer = 8 << 10
 
 // trip bounds one exchange with a target.
 type trip struct {
-	// deadline is the attempt's end (a route's timeout); zero means none.
+	// head is when the response's head must have come (see
+	// lifecycle.headLimit); zero means no limit.
+	head time.Time
+	// deadline is the attempt's end, a streamed body included (the route's
+	// timeout); zero means none.
 	deadline time.Time
-	// wait bounds each wait for the target once the request is sent: for
-	// the response's headers (and a body read whole), then between two
-	// reads of a streamed body (target.wait); zero means none.
+	// wait bounds each wait between two reads of a streamed body
+	// (target.wait); zero means none.
 	wait time.Duration
 	// cut, when not nil, ends the exchange when its client leaves.
 	cut *interrupt
 }
 
-// waitUntil returns when a wait for the target that starts now ends.
+// attemptTrip returns the bounds of attempt a of a call on lc (see
+// lifecycle.headLimit); cut ends it when the client leaves.
+func attemptTrip(lc *lifecycle, a *attempt, cut *interrupt) trip {
+	tr := trip{wait: a.t.wait, cut: cut}
+	if d := lc.headLimit(); d > 0 {
+		tr.head = a.start.Add(d)
+	}
+	if lc.timeout > 0 {
+		tr.deadline = a.start.Add(lc.timeout)
+	}
+	return tr
+}
+
+// waitUntil returns when a wait for a streamed body's next bytes that
+// starts now ends.
 func (tr *trip) waitUntil(now time.Time) time.Time {
 	if tr.wait <= 0 {
 		return tr.deadline
@@ -108,8 +119,8 @@ const maxDirty = 4
 
 func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, tr *trip) error {
 	var timeout time.Duration
-	if !tr.deadline.IsZero() {
-		if timeout = time.Until(tr.deadline); timeout <= 0 {
+	if !tr.head.IsZero() {
+		if timeout = time.Until(tr.head); timeout <= 0 {
 			return fasthttp.ErrTimeout
 		}
 	}
@@ -128,7 +139,7 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 	}
 	// Always set: a deadline left by an earlier request must not cut this
 	// one, and clearing one that is not armed costs little.
-	err = conn.SetDeadline(tr.waitUntil(time.Now()))
+	err = conn.SetDeadline(tr.head)
 	if err == nil {
 		bw := hc.AcquireWriter(conn)
 		err = req.Write(bw)
@@ -179,9 +190,9 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 	resp.Reset()
 	resp.Header.SetNoDefaultContentType(true) // as the gateway's server: send only the target's
-	for interim := 0; ; interim++ {
+	for n := 1; ; n++ {
 		if _, err := br.Peek(1); err != nil {
-			if interim == 0 {
+			if n == 1 {
 				return &noResponseError{err}
 			}
 			return err
@@ -196,34 +207,25 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 		// version: an HTTP/1.0 status line on a body the gateway frames
 		// (chunked) would leave the client to read up to the close.
 		resp.Header.SetProtocol(http11)
-		code := resp.StatusCode()
-		if code == fasthttp.StatusSwitchingProtocols {
-			// Only a request to upgrade may be answered 101, and the
-			// gateway forwards none (Upgrade is hop-by-hop).
-			return errUnexpected101
+		skip, err := interim(resp.StatusCode(), n)
+		if err != nil {
+			return err
 		}
-		if code >= 200 || code < 100 {
+		if !skip {
 			break
 		}
-		if interim == 10 {
-			return errors.New("gateway: too many interim responses")
-		}
 	}
-	code, cl := resp.StatusCode(), resp.Header.ContentLength()
-	switch {
-	case head || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
+	cl := resp.Header.ContentLength()
+	switch responseBody(head, resp.StatusCode(), cl) {
+	case bodyNone:
 		resp.SkipBody = true
 		return nil
-	case cl >= 0 && cl <= smallBody:
+	case bodyWhole:
 		return resp.ReadBody(br, smallBody)
 	}
 	resp.SetBodyStream(newConnBody(br, cl), cl)
 	return nil
 }
-
-// errUnexpected101 is the error of a 101 (Switching Protocols) response to
-// a request that asked for no upgrade.
-var errUnexpected101 = errors.New("gateway: unexpected 101 response")
 
 // errFraming is the error of a response with both a Content-Length and a
 // Transfer-Encoding: which of them frames the body is a guess (RFC 9112

@@ -17,10 +17,20 @@
 #
 #   scripts/loadtest.sh            # ROUNDS=3 DURATION=10s CONNS=64 RATE=10000 by default
 #   BASELINE=HEAD~5 scripts/loadtest.sh   # also the gateway built from that revision, interleaved
+#   DASHBOARD=1 scripts/loadtest.sh       # also sluice with its dashboard open, interleaved
+#   PROXIES="nginx sluice" DASHBOARD=1 scripts/loadtest.sh   # only these (and the dashboard run)
 #
 # With BASELINE, sluice as built from that git revision runs beside the
 # working tree's, on the same configuration, in every round: a change's
 # cost is its paired ratio to the baseline, whatever the machine does.
+#
+# With DASHBOARD=1, the same sluice gateway is measured a second time in
+# every round with a viewer of its dashboard attached (the page's event
+# stream, GET /dashboard/events on the admin listener, read for the whole
+# measurement), and the report adds that run's paired ratio to sluice's
+# without one: the dashboard's cost. PROXIES restricts the run to the
+# proxies it names (nginx, sluice, sluice-goroutine, fasthttp, gnet,
+# reverseproxy); ratios to nginx need nginx among them.
 #
 # Needs wrk and nginx (installed from Debian's packages when missing).
 set -euo pipefail
@@ -116,14 +126,39 @@ for port in $NGX $RP $SL $SLG $FH $GN ${BASELINE:+$SLB}; do
 done
 
 port_of() {
-	case $1 in nginx) echo "$NGX" ;; sluice) echo "$SL" ;; sluice-goroutine) echo "$SLG" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; sluice-baseline) echo "$SLB" ;; esac
+	case $1 in nginx) echo "$NGX" ;; sluice | sluice-dashboard) echo "$SL" ;; sluice-goroutine) echo "$SLG" ;; fasthttp) echo "$FH" ;; gnet) echo "$GN" ;; reverseproxy) echo "$RP" ;; sluice-baseline) echo "$SLB" ;; esac
 }
 names="nginx sluice ${BASELINE:+sluice-baseline} sluice-goroutine fasthttp gnet reverseproxy"
+if [ -n "${PROXIES:-}" ]; then
+	names="$PROXIES ${BASELINE:+sluice-baseline}"
+fi
+if [ -n "${DASHBOARD:-}" ]; then # right after sluice, for the pairing
+	case " $names " in
+	*" sluice "*) names=" $names "; names=${names/ sluice / sluice sluice-dashboard } ;;
+	*) names="$names sluice-dashboard" ;;
+	esac
+fi
+# viewing NAME runs the rest of its arguments with a dashboard viewer
+# attached when NAME is sluice-dashboard: one connected (it has received
+# the first event) before the command starts and closed after it ends.
+viewing() {
+	local name=$1; shift
+	if [ "$name" != sluice-dashboard ]; then
+		"$@"; return
+	fi
+	: >"$work/events"
+	curl -sN "http://127.0.0.1:$ADM/dashboard/events" >"$work/events" & local viewer=$!
+	for _ in $(seq 50); do [ -s "$work/events" ] && break; sleep 0.1; done
+	[ -s "$work/events" ] || { echo "loadtest: the dashboard's event stream did not answer" >&2; kill $viewer; return 1; }
+	"$@"
+	kill $viewer; wait $viewer 2>/dev/null || true
+	grep -q '^event: sample' "$work/events" || { echo "loadtest: the dashboard sent no sample" >&2; return 1; }
+}
 results="$work/results"
 # Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
 	for name in $names; do
-		out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$(port_of "$name")/")
+		out=$(viewing "$name" wrk -t1 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$(port_of "$name")/")
 		r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
 		p=$(echo "$out" | awk '$1=="99%" {print $2}')
 		echo "saturated $name $r $p" | tee -a "$results" >&2
@@ -132,7 +167,7 @@ done
 # Latency at a fixed rate every proxy can carry (open loop).
 for round in $(seq "$ROUNDS"); do
 	for name in $names; do
-		out=$("$work/fixedrate" -url "http://127.0.0.1:$(port_of "$name")/" -rate "$RATE" -duration "$DURATION" -conns "$CONNS")
+		out=$(viewing "$name" "$work/fixedrate" -url "http://127.0.0.1:$(port_of "$name")/" -rate "$RATE" -duration "$DURATION" -conns "$CONNS")
 		r=$(echo "$out" | awk '{print $2}' | tr -d /s)
 		p=$(echo "$out" | awk '{for (i = 1; i < NF; i++) if ($i == "p99") print $(i+1)}')
 		echo "fixed-rate $name $r $p" | tee -a "$results" >&2
@@ -150,13 +185,15 @@ runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     phase, name, rps, p99 = line.split()
     runs[phase, name].append((float(rps), ms(p99)))
-label = {"nginx": "nginx", "sluice": "sluice", "sluice-baseline": "sluice at BASELINE", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
+label = {"nginx": "nginx", "sluice": "sluice", "sluice-dashboard": "sluice, dashboard open", "sluice-baseline": "sluice at BASELINE", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
          "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
 def ratio(xs, base):
     # The median over rounds of each round's ratio to nginx's in the same
     # round, and their range: a round's proxies run one after the other,
     # so the pairing cancels much of the machine's drift between rounds.
     rs = sorted(x / b for x, b in zip(xs, base))
+    if not rs:
+        return "-"
     return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})"
 for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)")):
     print(f"\n{title}: medians; ratios to nginx: median (range) of the rounds' ratios")
@@ -169,4 +206,8 @@ for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed r
         rps, p99 = statistics.median(r for r, _ in rs), statistics.median(p for _, p in rs)
         print(f"{text:26} {rps:10.0f} {p99:8.2f} {ratio([r for r, _ in rs], [r for r, _ in base]):>20} "
               f"{ratio([p for _, p in rs], [p for _, p in base]):>20}")
+    open_, closed = runs[phase, "sluice-dashboard"], runs[phase, "sluice"]
+    if open_ and closed:
+        print(f"dashboard open vs closed, same gateway: req/s {ratio([r for r, _ in open_], [r for r, _ in closed])}, "
+              f"p99 {ratio([p for _, p in open_], [p for _, p in closed])}")
 PY

@@ -1,0 +1,195 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/retry"
+)
+
+// lifecycle is a route's request lifecycle, built once per route from its
+// policies: admission (the rate limit once per request, then per attempt
+// the breaker, the concurrency limit or the adaptive limit), attempts (the
+// retry with its budget, the attempt's deadlines, the choice of a target
+// with passive health) and the answer (the upstream's response, the
+// fallback, or an error). Every engine drives the same steps through a call
+// (see call); a new route policy is wired here and nowhere else. A
+// lifecycle is safe for concurrent use.
+type lifecycle struct {
+	rate  *rateLimit    // nil when the route has no rate limit
+	retry *retry.Retry  // nil when the route does not retry
+	admit *sluice.Guard // per attempt: breaker, bulkhead, adaptive limit
+	// timeout is the route's timeout (0: none), headWait the upstream's
+	// response_header_timeout (0: none); see headLimit.
+	timeout  time.Duration
+	headWait time.Duration
+	pool     *pool
+	fallback *config.Fallback // nil when the route has none
+	clock    clock.Clock      // the gateway's: timers, latency samples, retry waits
+}
+
+// newLifecycle builds the lifecycle of a route whose policies are p, sending
+// to pool.
+func newLifecycle(p *routePolicies, pl *pool, fallback *config.Fallback, clk clock.Clock) *lifecycle {
+	var admit []sluice.Policy
+	if p.breaker != nil {
+		admit = append(admit, p.breaker)
+	}
+	if p.bulkhead != nil {
+		admit = append(admit, p.bulkhead)
+	}
+	if p.adaptive != nil {
+		admit = append(admit, p.adaptive)
+	}
+	return &lifecycle{
+		rate:  p.rate,
+		retry: p.retry,
+		// Latency samples (adaptive limits, slow calls) are taken on the
+		// gateway's clock, like the policies' windows.
+		admit:    sluice.New(admit...).WithClock(clk).WithClassifier(classify),
+		timeout:  p.timeout,
+		headWait: pl.cfg.ResponseHeaderTimeout.D(),
+		pool:     pl,
+		fallback: fallback,
+		clock:    clk,
+	}
+}
+
+// headLimit is how long after its start an attempt may take to get its
+// response's head (connecting, sending the request and waiting included):
+// the route's timeout, or the upstream's response_header_timeout when that
+// is shorter or the route has no timeout; 0 means no limit. An attempt that
+// passes it fails with a timeout (504 unless retried). A streamed body is
+// then bounded by the route's timeout from the attempt's start, and by
+// response_header_timeout between two reads.
+func (lc *lifecycle) headLimit() time.Duration {
+	d := lc.timeout
+	if w := lc.headWait; w > 0 && (d <= 0 || w < d) {
+		d = w
+	}
+	return d
+}
+
+// call is one request's way through its route's lifecycle, across its
+// attempts. It knows no HTTP library: an engine reports an attempt's
+// outcome as a status code and Retry-After value, or an error. A call is
+// driven by one goroutine at a time (an event loop step by step, the
+// goroutine engine blocking: see exchange.run). Each attempt is a value of
+// its own, so that several of one call may be in flight at once, as long
+// as their begin and end calls do not run concurrently.
+type call struct {
+	lc       *lifecycle
+	final    bool           // a failed attempt must not be retried (see attemptError)
+	attempts retry.Attempts // when the route retries
+	last     *target        // the previous attempt's target
+}
+
+// attempt is one attempt of a call: admitted by the route's policies, with
+// its target chosen and the target's passive-health permit taken.
+type attempt struct {
+	adm     sluice.Admission
+	t       *target
+	passive sluice.Permit
+	start   time.Time // on the wall clock: the base of the attempt's deadlines
+}
+
+// start begins a call on lc. final says that a failed attempt must not be
+// retried: the request's body cannot be sent twice or its method is not
+// idempotent.
+func (c *call) start(lc *lifecycle, final bool) {
+	*c = call{lc: lc, final: final}
+	if lc.retry != nil {
+		c.attempts = lc.retry.Start()
+	}
+}
+
+// begin starts an attempt: the route's admission policies admit it (or
+// refuse it with their error; the gateway never retries a refusal, see
+// retryOn), and a target is chosen, avoiding the previous attempt's.
+//
+// The target's passive-health breaker steers the choice away from a failing
+// target; when it refuses, every target is failing (the choice found no
+// better one), and the request goes anyway, unrecorded, rather than failing
+// for certain (Envoy's "panic routing").
+func (c *call) begin() (attempt, error) {
+	adm, err := c.lc.admit.Begin(context.Background())
+	if err != nil {
+		return attempt{}, err
+	}
+	a := attempt{adm: adm, start: time.Now()}
+	a.t = c.lc.pool.choose(c.last)
+	c.last = a.t
+	if a.t.passive != nil {
+		if p, err := a.t.passive.Acquire(context.Background()); err == nil {
+			a.passive = p
+		}
+	}
+	a.t.inflight.Add(1)
+	return a, nil
+}
+
+// end ends attempt a with the upstream's status code and Retry-After value,
+// or with err (an *UpstreamError) when it got no response. It reports the
+// outcome to the target's passive health and the route's policies, and
+// returns whether another attempt follows, after delay, and the attempt's
+// error as the policies saw it: nil for a response below 500, a
+// *StatusError for a 5xx (see attemptResult).
+//
+// The outcomes carry no latency for the passive health: its breaker counts
+// failures in a row only.
+func (c *call) end(a *attempt, code int, retryAfter []byte, err error) (time.Duration, bool, error) {
+	o, err := attemptResult(code, retryAfter, err)
+	err = attemptError(err, c.final)
+	a.t.inflight.Add(-1)
+	a.passive.Done(o)
+	a.adm.End(context.Background(), err)
+	if c.lc.retry == nil || err == nil {
+		return 0, false, err
+	}
+	delay, ok := c.attempts.Next(context.Background(), sluice.Result{Outcome: sluice.Outcome{Class: o.Class, Err: err}})
+	return delay, ok, err
+}
+
+// cancelled ends the call during the wait before another attempt (the
+// client left): err, the last attempt's error, is the call's.
+func (c *call) cancelled(err error) {
+	c.attempts.Cancelled(sluice.Result{Outcome: sluice.Outcome{Class: sluice.Failure, Err: err}})
+}
+
+// attemptError is the error the route's policies see for an attempt's
+// error err (see attemptResult): marked final when the request is (final)
+// and the target may have seen it, which is unless it could not be reached.
+func attemptError(err error, final bool) error {
+	if err == nil || !final {
+		return err
+	}
+	// Declared here: errors.As moves it to the heap, which the success
+	// path need not pay for.
+	var ue *UpstreamError
+	if errors.As(err, &ue) && ue.Connect {
+		return err
+	}
+	return &finalError{err}
+}
+
+// attemptResult says what an attempt's response (its status code and
+// Retry-After value), or its error (an *UpstreamError), means: the outcome
+// for the target's passive-health permit, and the error the route's
+// policies see, a *StatusError for a 5xx response.
+func attemptResult(code int, retryAfter []byte, err error) (sluice.Outcome, error) {
+	if err != nil {
+		return sluice.Outcome{Class: classify(context.Background(), err), Err: err}, err
+	}
+	if code >= 500 {
+		// An HTTP-date is on the wall clock, whatever clock the gateway reads.
+		ra, _ := answer.ParseRetryAfter(string(retryAfter), time.Now())
+		serr := &StatusError{StatusCode: code, RetryAfter: ra}
+		return sluice.Outcome{Class: sluice.Failure, Err: serr}, serr
+	}
+	return sluice.Outcome{Class: sluice.Success}, nil
+}

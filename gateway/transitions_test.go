@@ -1,0 +1,43 @@
+package gateway
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/breaker"
+)
+
+// TestTransitionsBounded: a breaker keeps its last maxTransitions changes,
+// oldest first, and a full log forgets the breaker whose last change is
+// the oldest to make room for a new one.
+func TestTransitionsBounded(t *testing.T) {
+	var log transitions
+	at := time.Unix(0, 0)
+	states := []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen}
+	for i := range maxTransitions + 2 {
+		log.record("r", states[i%3], states[(i+1)%3], at.Add(time.Duration(i)*time.Second))
+	}
+	got := log.last("r")
+	if len(got) != maxTransitions || !got[0].At.Equal(at.Add(2*time.Second)) || got[0].From != "half-open" ||
+		!got[maxTransitions-1].At.Equal(at.Add(time.Duration(maxTransitions+1)*time.Second)) {
+		t.Fatalf("last changes %+v", got)
+	}
+	got[0].To = "changed by the caller"
+	if log.last("r")[0].To == got[0].To {
+		t.Error("last returned the log itself, not a copy")
+	}
+	if log.last("unknown") != nil {
+		t.Error("a breaker without changes has some")
+	}
+
+	// "r" changed last at 6s; the others at 10s and later.
+	for i := 1; i < maxTransitionBreakers; i++ {
+		log.record("b"+strconv.Itoa(i), breaker.Closed, breaker.Open, at.Add(time.Duration(9+i)*time.Second))
+	}
+	log.record("new", breaker.Closed, breaker.Open, at.Add(time.Hour))
+	if log.last("r") != nil || log.last("new") == nil || log.last("b1") == nil || len(log.byName) != maxTransitionBreakers {
+		t.Errorf("after a full log took a new breaker: r %v, new %v, b1 %v, %d breakers",
+			log.last("r"), log.last("new"), log.last("b1"), len(log.byName))
+	}
+}
