@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"strings"
 	"testing"
@@ -10,11 +11,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 func callCtx(t *testing.T) context.Context {
@@ -209,7 +212,7 @@ routes:
       retry: {attempts: 3, backoff: {initial: 1ns, max: 1ns, jitter: none}}
 `, engine, up.addr), fc)
 		pumpClock(t, fc, time.Nanosecond)
-		c := grpcClient(t, grpcEntry(t, gw))
+		c := grpcClient(t, gw.Addr)
 
 		up.failFirst.Store(2)
 		if st, tr := unary(t, c, "retried"); st.Code() != codes.OK || len(tr.Get("x-trailer")) != 1 {
@@ -288,10 +291,41 @@ upstreams:
 routes:
   - {name: grpc, upstream: up}
 `, engine, closedAddr(t)))
-			c := grpcClient(t, grpcEntry(t, gw))
+			c := grpcClient(t, gw.Addr)
 			if st, _ := unary(t, c, "x"); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "upstream") {
 				t.Errorf("a call to a closed port: %v, want UNAVAILABLE from the gateway", st)
 			}
 		})
+	})
+}
+
+// TestGRPCOverTLS makes calls through the TLS listener (HTTP/2 by ALPN):
+// a unary call and a bidi stream pass, with their trailers.
+func TestGRPCOverTLS(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		up := startGRPCUpstream(t)
+		gw := startGateway(t, parseConfig(t, tlsGatewayConfig, engine, certList(ca.Server("localhost", "127.0.0.1")), "http://"+up.addr, ""))
+		c := grpcClient(t, serveTLS(t, gw), credentials.NewTLS(&tls.Config{RootCAs: ca.Pool}))
+		if st, tr := unary(t, c, "over tls"); st.Code() != codes.OK || len(tr.Get("x-trailer")) != 1 {
+			t.Fatalf("UnaryCall: %v %v", st, tr)
+		}
+		s, err := c.FullDuplexCall(callCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			b := []byte(strings.Repeat("b", i*1000))
+			if err := s.Send(&testgrpc.StreamingOutputCallRequest{Payload: payload(b)}); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := s.Recv(); err != nil || len(m.GetPayload().GetBody()) != len(b) {
+				t.Fatalf("answer %d: %v", i, err)
+			}
+		}
+		s.CloseSend()
+		if _, err := s.Recv(); err != io.EOF {
+			t.Fatalf("after CloseSend: %v", err)
+		}
 	})
 }

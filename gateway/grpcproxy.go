@@ -36,8 +36,9 @@ import (
 //     too (up to maxReplayBody, then it streams and is final);
 //   - a static fallback never answers a gRPC call.
 //
-// Calls go upstream over HTTP/2, whatever the upstream's protocol: h2c to
-// http:// targets, h2 (TLS) to https:// ones.
+// Calls go upstream over HTTP/2, whatever the upstream's protocol: over
+// its own transport when it is h2 or h2c, else h2c to http:// targets and
+// h2 (TLS) to https:// ones.
 
 // grpcCall is one gRPC call on its way upstream, across attempts.
 type grpcCall struct {
@@ -180,7 +181,11 @@ func (c *grpcCall) exchange(ctx context.Context, t *target) error {
 	if err != nil {
 		return &UpstreamError{Target: t.url, Err: err}
 	}
-	resp, err := c.rt.pool.grpcTransport().RoundTrip(out)
+	tr := t.h2 // an h2 or h2c upstream's own transport
+	if tr == nil {
+		tr = c.rt.pool.grpcTransport()
+	}
+	resp, err := tr.RoundTrip(out)
 	if err != nil {
 		return upstreamError(t, grpcCause(ctx, err))
 	}

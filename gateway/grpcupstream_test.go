@@ -4,19 +4,17 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-
-	"github.com/sluicehq/sluice/gateway"
 )
 
 // grpcUpstream is a grpc-go server of grpc.testing.TestService on
@@ -138,31 +136,16 @@ func (u *grpcUpstream) FullDuplexCall(s testgrpc.TestService_FullDuplexCallServe
 	}
 }
 
-// grpcEntry returns the address where gRPC clients reach gw: an h2c
-// server of the test's own that serves gw's gRPC handler.
-func grpcEntry(t *testing.T, gw *testGateway) string {
+// grpcClient returns a TestService client of a connection to addr (h2c
+// by prior knowledge; over TLS with creds when given), closed when the
+// test ends.
+func grpcClient(t *testing.T, addr string, creds ...credentials.TransportCredentials) testgrpc.TestServiceClient {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	tc := insecure.NewCredentials()
+	if len(creds) > 0 {
+		tc = creds[0]
 	}
-	protos := new(http.Protocols)
-	protos.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: gateway.GRPCHandler(gw.Gateway), Protocols: protos}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	return ln.Addr().String()
-}
-
-// grpcClient returns a TestService client of a connection to addr (h2c),
-// closed when the test ends.
-func grpcClient(t *testing.T, addr string) testgrpc.TestServiceClient {
-	t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(tc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,5 +165,5 @@ routes:
   - name: grpc
     upstream: up
 %s`, engine, up.addr, extra))
-	return gw, grpcClient(t, grpcEntry(t, gw))
+	return gw, grpcClient(t, gw.Addr)
 }

@@ -63,10 +63,10 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 // loopRoute reports whether event loops can serve the route: none of its
 // policies waits for another request (no coalescing, no concurrency queue)
 // or for a store (no rate limit on Redis), and its targets speak plain
-// HTTP. (A retry's wait is a timer on the loop.)
+// HTTP/1.1. (A retry's wait is a timer on the loop.)
 func loopRoute(rc *config.Route, st *state, p *pool) bool {
 	pc := &rc.Policies
-	if pc.Coalesce || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
+	if pc.Coalesce || p.h2 != nil || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
 		(pc.RateLimit != nil && st.cfg.Store.Kind == "redis") {
 		return false
 	}
