@@ -137,7 +137,9 @@ type Redis struct {
 type Server struct {
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
-	// ReadTimeout bounds reading a whole request, body included. Default 60s.
+	// ReadTimeout bounds reading a whole request, body included, but for
+	// a gRPC call's, which its own deadline bounds (a stream may last).
+	// Default 60s.
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
 	IdleTimeout Duration `yaml:"idle_timeout"`

@@ -329,3 +329,39 @@ func TestGRPCOverTLS(t *testing.T) {
 		}
 	})
 }
+
+// TestGRPCStreamOutlivesReadTimeout keeps a bidi stream going longer than
+// server.read_timeout, which bounds reading an HTTP request whole: a gRPC
+// call's request is bounded by the call's own deadline instead.
+func TestGRPCStreamOutlivesReadTimeout(t *testing.T) {
+	up := startGRPCUpstream(t)
+	gw := startGateway(t, parseConfig(t, `
+server: {engine: goroutine, read_timeout: 200ms}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: grpc, upstream: up}
+`, up.addr))
+	c := grpcClient(t, gw.Addr)
+	s, err := c.FullDuplexCall(callCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := 0; time.Since(start) < 600*time.Millisecond; i++ { // three read timeouts at least
+		if i > 1000 {
+			t.Fatal("too many rounds")
+		}
+		if err := s.Send(&testgrpc.StreamingOutputCallRequest{Payload: payload([]byte("tick"))}); err != nil {
+			t.Fatalf("send %d after %v: %v", i, time.Since(start), err)
+		}
+		if _, err := s.Recv(); err != nil {
+			t.Fatalf("answer %d after %v: %v", i, time.Since(start), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.CloseSend()
+	if _, err := s.Recv(); err != io.EOF {
+		t.Fatalf("after CloseSend: %v", err)
+	}
+}

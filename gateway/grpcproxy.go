@@ -23,7 +23,8 @@ import (
 //     answered in gRPC (HTTP 200, Trailers-Only, see writeGRPCError);
 //   - the call's grpc-timeout bounds it, every attempt included, and each
 //     attempt tells the upstream what is left of it (the route's timeout
-//     may bound an attempt sooner);
+//     may bound an attempt sooner); server.read_timeout does not bound
+//     its request, which may stream for as long as the call lasts;
 //   - an attempt's outcome is the upstream's grpc-status, read from its
 //     trailers: UNAVAILABLE, INTERNAL, RESOURCE_EXHAUSTED,
 //     DEADLINE_EXCEEDED (see answer.IsGRPCFailure) fail it although its
@@ -76,6 +77,11 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 		ctx, cancel = context.WithTimeout(ctx, d) // on the wall clock, as attempts' deadlines
 		defer cancel()
 	}
+	// A call's request is bounded by the call's deadline, not by
+	// server.read_timeout, which bounds reading an HTTP request whole: a
+	// stream may last.
+	dl, _ := ctx.Deadline() // zero: none
+	_ = http.NewResponseController(w).SetReadDeadline(dl)
 	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), rest: r.Body}
 	if rt.policies.retry != nil && rt.grpc.idempotent(r.URL.Path) {
 		if reason := c.readRequest(); reason != "" {
