@@ -100,8 +100,8 @@ func writeGRPCError(w http.ResponseWriter, err error) string {
 	h := w.Header()
 	h.Set("Content-Type", "application/grpc")
 	h.Set(hdrGRPCStatus, strconv.Itoa(int(code)))
-	if msg := err.Error(); msg != "" {
-		h.Set(hdrGRPCMessage, encodeGRPCMessage(msg))
+	if err != nil && err.Error() != "" {
+		h.Set(hdrGRPCMessage, encodeGRPCMessage(err.Error()))
 	}
 	if d, ok := answer.RetryAfter(err); ok {
 		h.Set(hdrGRPCPushback, strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10))
