@@ -1,15 +1,26 @@
 // Package sluice keeps callers alive when what they call is slow or failing.
 //
-// A Guard composes policies around a call; Do runs a function behind it:
+// A Guard composes policies around a call; Do runs a function behind it.
+// Package chain builds the common guard, its policies in the recommended
+// order, and reports every unusable option at once:
 //
-//	rt, err := retry.New(retry.Options{MaxAttempts: 3})
+//	g, err := chain.New().
+//		RateLimit(ratelimit.Options{Limit: ratelimit.Limit{Limit: 100, Period: time.Second}}).
+//		Retry(retry.Options{}).
+//		Breaker(breaker.Options{Name: "inference"}).
+//		Bulkhead(concurrency.BulkheadOptions{MaxConcurrent: 32}).
+//		Timeout(timeout.Options{Timeout: 2 * time.Second}).
+//		Guard()
 //	if err != nil {
-//		return err // matches ErrInvalidOptions and names every unusable option
+//		return err // every unusable option of every policy, each matching sluice.ErrInvalidOptions
 //	}
-//	g := sluice.New(limiter, rt, br, bulkhead)
-//	answer, err := sluice.Do(ctx, g, func(ctx context.Context) (Answer, error) {
+//	answer, err := sluice.Do(ctx, g, func(ctx context.Context) (string, error) {
 //		return client.Infer(ctx, prompt)
 //	})
+//
+// New composes any policies, in the order given: sluice.New(limiter, rt,
+// br, bulkhead, to). The defaults of every policy, the same in the library
+// and the gateway, are listed in docs/defaults.md.
 //
 // There are two kinds of policy, with one vocabulary:
 //

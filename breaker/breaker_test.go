@@ -26,14 +26,14 @@ func TestTransitions(t *testing.T) {
 		steps: []string{
 			"ok x2", "fail", "state closed", "calls 3 1 0",
 			"fail", "state open", "events closed>open",
-			"reject 60s", "adv 20s", "reject 40s", "trips 1",
+			"reject 5s", "adv 2s", "reject 3s", "trips 1",
 		},
 	}, {
 		name: "zero options trip at half of 20 calls",
 		opts: Options{},
 		steps: []string{
 			"fail x10", "ok x9", "state closed",
-			"ok", "state open", "calls 20 10 0", "reject 1m0s",
+			"ok", "state open", "calls 20 10 0", "reject 5s",
 		},
 	}, {
 		name: "rates are not judged before min calls",
@@ -92,7 +92,7 @@ func TestTransitions(t *testing.T) {
 		},
 	}, {
 		name: "open turns half-open after the open duration",
-		opts: Options{ConsecutiveFailures: 1, OpenDuration: time.Minute},
+		opts: Options{ConsecutiveFailures: 1, OpenDuration: time.Minute, HalfOpenCalls: 1},
 		steps: []string{
 			"fail", "state open", "adv 59s", "reject 1s", "state open",
 			"adv 1s", "state half-open", "events closed>open open>half-open",
@@ -100,7 +100,7 @@ func TestTransitions(t *testing.T) {
 		},
 	}, {
 		name: "the first call after the open duration is a probe",
-		opts: Options{ConsecutiveFailures: 1, OpenDuration: time.Second},
+		opts: Options{ConsecutiveFailures: 1, OpenDuration: time.Second, HalfOpenCalls: 1},
 		steps: []string{
 			"fail", "adv 2s", "hold", "state half-open", "reject 0s",
 			"done ok", "state closed",
@@ -129,11 +129,11 @@ func TestTransitions(t *testing.T) {
 		steps: []string{"slow", "state open", "adv 1s", "slow", "state open"},
 	}, {
 		name:  "a slow probe succeeds when slow calls do not trip",
-		opts:  Options{ConsecutiveFailures: 1, SlowCallThreshold: time.Second, OpenDuration: time.Second},
+		opts:  Options{ConsecutiveFailures: 1, SlowCallThreshold: time.Second, OpenDuration: time.Second, HalfOpenCalls: 1},
 		steps: []string{"fail", "adv 1s", "slow", "state closed"},
 	}, {
 		name: "open duration grows on repeated trips up to the max",
-		opts: Options{ConsecutiveFailures: 1, OpenDuration: time.Second, OpenMultiplier: 2, MaxOpenDuration: 3 * time.Second},
+		opts: Options{ConsecutiveFailures: 1, OpenDuration: time.Second, OpenMultiplier: 2, MaxOpenDuration: 3 * time.Second, HalfOpenCalls: 1},
 		steps: []string{
 			"fail", "reject 1s", "adv 1s", "fail", "reject 2s",
 			"adv 2s", "fail", "reject 3s", "adv 3s", "fail", "reject 3s",
@@ -147,7 +147,7 @@ func TestTransitions(t *testing.T) {
 		},
 	}, {
 		name: "ignored and dropped probes free their slot without counting",
-		opts: Options{ConsecutiveFailures: 1, OpenDuration: time.Second},
+		opts: Options{ConsecutiveFailures: 1, OpenDuration: time.Second, HalfOpenCalls: 1},
 		steps: []string{
 			"fail", "adv 1s", "hold", "reject 0s", "done ignored", "state half-open",
 			"probes 0", "hold", "done dropped", "dropped", "ignored", "state half-open",
@@ -271,10 +271,10 @@ func TestDefaults(t *testing.T) {
 		opts Options
 		want config
 	}{
-		{"zero", Options{}, config{failureRate: 0.5, minCalls: 20, countWindow: 100, openDuration: int64(time.Minute), maxOpen: int64(10 * time.Minute), multiplier: 1, halfOpenCalls: 1, successes: 1}},
-		{"small window caps min calls", Options{CountWindow: 5}, config{failureRate: 0.5, minCalls: 5, countWindow: 5, openDuration: int64(time.Minute), maxOpen: int64(10 * time.Minute), multiplier: 1, halfOpenCalls: 1, successes: 1}},
-		{"consecutive only", Options{ConsecutiveFailures: 5, HalfOpenCalls: 3}, config{consecutive: 5, minCalls: 20, countWindow: 100, openDuration: int64(time.Minute), maxOpen: int64(10 * time.Minute), multiplier: 1, halfOpenCalls: 3, successes: 3}},
-		{"time window", Options{TimeWindow: time.Minute}, config{failureRate: 0.5, minCalls: 20, bucketWidth: int64(6 * time.Second), buckets: 10, openDuration: int64(time.Minute), maxOpen: int64(10 * time.Minute), multiplier: 1, halfOpenCalls: 1, successes: 1}},
+		{"zero", Options{}, config{failureRate: 0.5, minCalls: 20, countWindow: 100, openDuration: int64(5 * time.Second), maxOpen: int64(50 * time.Second), multiplier: 1, halfOpenCalls: 3, successes: 3}},
+		{"small window caps min calls", Options{CountWindow: 5}, config{failureRate: 0.5, minCalls: 5, countWindow: 5, openDuration: int64(5 * time.Second), maxOpen: int64(50 * time.Second), multiplier: 1, halfOpenCalls: 3, successes: 3}},
+		{"consecutive only", Options{ConsecutiveFailures: 5, HalfOpenCalls: 3}, config{consecutive: 5, minCalls: 20, countWindow: 100, openDuration: int64(5 * time.Second), maxOpen: int64(50 * time.Second), multiplier: 1, halfOpenCalls: 3, successes: 3}},
+		{"time window", Options{TimeWindow: time.Minute}, config{failureRate: 0.5, minCalls: 20, bucketWidth: int64(6 * time.Second), buckets: 10, openDuration: int64(5 * time.Second), maxOpen: int64(50 * time.Second), multiplier: 1, halfOpenCalls: 3, successes: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -337,7 +337,7 @@ func TestCallbackPanicDoesNotWedge(t *testing.T) {
 
 func TestGuardIntegration(t *testing.T) {
 	clk := clock.NewFake(time.Time{})
-	b, err := New(Options{Name: "db", Clock: clk, ConsecutiveFailures: 2, OpenDuration: 5 * time.Second})
+	b, err := New(Options{Name: "db", Clock: clk, ConsecutiveFailures: 2, OpenDuration: 5 * time.Second, HalfOpenCalls: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

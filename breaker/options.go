@@ -21,10 +21,15 @@ const (
 	DefaultCountWindow = 100
 	// DefaultBuckets is the number of buckets of a time window.
 	DefaultBuckets = 10
-	// DefaultOpenDuration is how long a breaker stays open after a trip.
-	DefaultOpenDuration = 60 * time.Second
-	// DefaultHalfOpenCalls is how many probes may run at once in half-open.
-	DefaultHalfOpenCalls = 1
+	// DefaultOpenDuration is how long a breaker stays open after a trip,
+	// as the gateway's open_for: the half-open probes bound what a sick
+	// downstream receives, so a short wait costs it little and a healed one
+	// is back within seconds (see docs/defaults.md).
+	DefaultOpenDuration = 5 * time.Second
+	// DefaultHalfOpenCalls is how many probes may run at once in half-open,
+	// as the gateway's half_open_calls; with the default SuccessThreshold,
+	// that many successes close the breaker.
+	DefaultHalfOpenCalls = 3
 )
 
 // maxWindow bounds CountWindow: a window's call count is a 32-bit field.

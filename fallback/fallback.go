@@ -2,8 +2,11 @@
 // another function, the last good value seen for the same key, or a static
 // value, tried in order.
 //
-//	lg, _ := fallback.NewLastGood(fallback.LastGoodOptions{Key: byUser, MaxAge: time.Hour})
-//	g := sluice.New(fallback.New(lg, fallback.Value(defaultAnswer)), breaker, limiter)
+//	lg, err := fallback.NewLastGood(fallback.LastGoodOptions{Key: byUser, MaxAge: time.Hour})
+//	if err != nil {
+//		log.Fatal(err) // names every unusable option
+//	}
+//	g := sluice.New(fallback.New(lg, fallback.Value(defaultAnswer)), br, limiter)
 //
 // By default a Policy degrades calls that failed (Class Failure) and calls
 // that a policy inside it rejected (Class Dropped: an open breaker, a full

@@ -131,7 +131,7 @@ func TestUnaryClientRetryWaitsForServerPushback(t *testing.T) {
 	}}
 	delays := make(chan time.Duration, 3)
 	r, err := retry.New(retry.Options{
-		MaxAttempts: 3, Backoff: retry.Constant(0), NoBudget: true, Clock: clk,
+		MaxAttempts: 3, Backoff: retry.Constant(0), NoBudget: true, Clock: clk, MaxRetryAfter: 2 * time.Second,
 		OnRetry: func(_ int, d time.Duration, _ sluice.Result) { delays <- d },
 	})
 	if err != nil {

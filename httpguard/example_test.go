@@ -6,10 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/chain"
 	"github.com/sluicehq/sluice/httpguard"
+	"github.com/sluicehq/sluice/retry"
 )
 
 // full is an admission policy that is always full, standing in for a
@@ -101,4 +106,55 @@ func ExampleAddHeaders() {
 	fmt.Println(rec.Header().Get("RateLimit"))
 	// Output:
 	// "per-key";r=9;t=1
+}
+
+// Behind a proxy on 10.0.0.0/8, each client address in X-Forwarded-For has
+// its own limit; what a client wrote to the left of the proxy's entry is
+// never read.
+func ExampleByClientIP() {
+	key := httpguard.ByClientIP(netip.MustParsePrefix("10.0.0.0/8"))
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "10.0.0.7:51234"
+	r.Header.Set("X-Forwarded-For", "192.0.2.1, 203.0.113.9")
+	fmt.Println(key(r))
+	// Output:
+	// 203.0.113.9
+}
+
+// A client whose guard retries what the gateway retries: the GET is sent
+// again after a 503, the POST is not (it carries no Idempotency-Key).
+func ExampleRetryIf() {
+	calls := map[string]int{}
+	var mu sync.Mutex
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.Method]++
+		n := calls[r.Method]
+		mu.Unlock()
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer upstream.Close()
+
+	g, err := chain.New().
+		Retry(retry.Options{RetryIf: httpguard.RetryIf}).
+		Breaker(breaker.Options{Name: "upstream"}).
+		Guard()
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: httpguard.Transport(g, nil, httpguard.Options{})}
+	for _, method := range []string{"GET", "POST"} {
+		req, _ := http.NewRequest(method, upstream.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+		fmt.Println(method, resp.StatusCode, "after", calls[method], "request(s)")
+	}
+	// Output:
+	// GET 200 after 2 request(s)
+	// POST 503 after 1 request(s)
 }

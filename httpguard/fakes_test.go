@@ -61,11 +61,11 @@ func (r *recorder) classes() []sluice.Class {
 	return cs
 }
 
-// retry is a tiny retry policy: it runs next up to max times while the
+// retryFailures is a tiny retry policy: it runs next up to max times while the
 // result is a Failure.
-type retry struct{ max int }
+type retryFailures struct{ max int }
 
-func (p retry) Run(ctx context.Context, next sluice.Call) sluice.Result {
+func (p retryFailures) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	for i := 1; ; i++ {
 		r := next(ctx)
 		if r.Class != sluice.Failure || i >= p.max {

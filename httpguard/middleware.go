@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // errHandlerRan is the error of an attempt refused because the handler
@@ -22,7 +23,8 @@ var errHandlerRan = fmt.Errorf("%w: the handler already ran", ErrNotReplayable)
 // with an error matching ErrNotReplayable, and nothing is written twice.
 //
 // Each attempt is classified (only Success and Failure feed breakers and
-// latency samples):
+// latency samples; the error of an attempt that ran the handler matches
+// NotRetryable):
 //
 //   - the attempt's context was cancelled (the client went away), or its
 //     deadline expired before the handler committed a response: the
@@ -43,9 +45,16 @@ var errHandlerRan = fmt.Errorf("%w: the handler already ran", ErrNotReplayable)
 // returns: the handler must honour its request's context, which the policy
 // cancels.
 //
+// A ratelimit.Limiter in g that admits the request reports its quota in
+// the response's RateLimit-Policy and RateLimit headers, as the gateway
+// does on every answer (and WriteError on a rejection).
+//
 // The handler's ResponseWriter keeps http.Flusher, http.Hijacker and
 // io.ReaderFrom working and unwraps for http.ResponseController. Its request
 // carries the attempt's context, from which AddHeaders reaches the response.
+//
+// Options.Key keys each request for the guard's rate limits: by default
+// ByClientIP(), one limit per client address, as in the gateway.
 //
 // A nil g returns handlers unchanged. The middleware is safe for concurrent
 // use.
@@ -67,7 +76,7 @@ type guardedHandler struct {
 
 func (h *guardedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{w: w}
-	ctx := context.WithValue(r.Context(), hooksKey{}, rw)
+	ctx := ratelimit.WithKeyReport(context.WithValue(r.Context(), hooksKey{}, rw), h.s.key(r), rw.reportRateLimit)
 	res := h.g.Run(ctx, func(ctx context.Context) sluice.Result { return h.attempt(ctx, rw, r) })
 	rw.finish()
 	if rw.committed {
@@ -98,14 +107,14 @@ func (h *guardedHandler) outcome(ctx context.Context, rw *responseWriter) sluice
 		// The handler's own result is what it wrote; the context says
 		// whether it could finish. A response already committed before a
 		// deadline counts by its status.
-		return sluice.Outcome{Class: h.g.Classify(ctx, err), Err: err}
+		return sluice.Outcome{Class: h.g.Classify(ctx, err), Err: final(err)}
 	}
 	status := rw.status
 	if !rw.committed {
 		status = http.StatusOK
 	}
 	if h.s.isFailure(status) {
-		return sluice.Outcome{Class: sluice.Failure, Err: newStatusError(nil, status, rw.w.Header(), h.s.clock.Now())}
+		return sluice.Outcome{Class: sluice.Failure, Err: final(newStatusError(nil, status, rw.w.Header(), h.s.clock.Now()))}
 	}
 	return sluice.Outcome{Class: sluice.Success}
 }

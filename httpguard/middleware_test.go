@@ -191,7 +191,7 @@ func TestMiddlewareRetryDoesNotRunHandlerTwice(t *testing.T) {
 		calls.Add(1)
 		http.Error(w, "boom", http.StatusServiceUnavailable)
 	})
-	srv := serve(t, sluice.New(retry{max: 3}, rec), httpguard.Options{}, h)
+	srv := serve(t, sluice.New(retryFailures{max: 3}, rec), httpguard.Options{}, h)
 	resp, body := get(t, srv.URL)
 	if resp.StatusCode != 503 || body != "boom\n" {
 		t.Errorf("got %d %q, want the handler's single 503", resp.StatusCode, body)

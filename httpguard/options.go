@@ -15,6 +15,16 @@ const DefaultMaxReplayBody = 1 << 20
 // use; every field documents its default. Every value is usable, so
 // Middleware and Transport return no error.
 type Options struct {
+	// Key gives each request's rate-limit key, which Middleware puts in the
+	// request's context with ratelimit.WithKey before the guard runs, so
+	// that a ratelimit.Limiter in the guard limits each key on its own (see
+	// ByClientIP, ByHeader and ByPattern). It must be safe for concurrent
+	// use. Nil means ByClientIP() with no trusted proxy: one limit per peer
+	// address, as the gateway's default `key: ip`; to share one limit
+	// among all requests, return a constant. Transport ignores it (a
+	// client's key is its request context's: see ratelimit.WithKey).
+	Key func(*http.Request) string
+
 	// IsFailure reports whether a response with the given status code counts
 	// as a failure against the downstream (breakers count it, retries may
 	// retry it). It must be safe for concurrent use. Nil means status >= 500.
@@ -40,6 +50,7 @@ type Options struct {
 
 // settings is Options with the defaults filled in.
 type settings struct {
+	key          func(*http.Request) string
 	isFailure    func(status int) bool
 	maxReplay    int64
 	errorHandler func(w http.ResponseWriter, r *http.Request, err error)
@@ -48,10 +59,14 @@ type settings struct {
 
 func (o Options) settings() settings {
 	s := settings{
+		key:          o.Key,
 		isFailure:    o.IsFailure,
 		maxReplay:    o.MaxReplayBody,
 		errorHandler: o.ErrorHandler,
 		clock:        clock.Or(o.Clock),
+	}
+	if s.key == nil {
+		s.key = ByClientIP()
 	}
 	if s.isFailure == nil {
 		s.isFailure = defaultIsFailure

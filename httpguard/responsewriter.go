@@ -7,6 +7,9 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // responseWriter is the http.ResponseWriter Middleware hands to the handler.
@@ -66,6 +69,12 @@ func (rw *responseWriter) addHook(hs HeaderSetter) bool {
 	}
 	rw.hooks = append(rw.hooks, hs)
 	return true
+}
+
+// reportRateLimit adds the RateLimit headers of a limiter that admitted
+// the request (see ratelimit.WithKeyReport).
+func (rw *responseWriter) reportRateLimit(name string, period time.Duration, d ratelimit.Decision) {
+	rw.addHook(RateLimitHeaders{Policy: name, Limit: d.Limit, Remaining: d.Remaining, Window: period, Reset: d.ResetAfter})
 }
 
 // applyHooks sets the headers of every hook added so far, once; hooks added

@@ -25,6 +25,9 @@ var (
 	errBodyTooLarge = errors.New("the request body is larger than MaxReplayBody")
 	// errNilResponse replaces a RoundTripper's nil response with nil error.
 	errNilResponse = errors.New("httpguard: round tripper returned neither a response nor an error")
+	// errNotIdempotent is why a request that may have reached the upstream
+	// is not sent again.
+	errNotIdempotent = errors.New("the request is not idempotent and may have reached the upstream")
 )
 
 // Transport returns an http.RoundTripper that sends each request through
@@ -53,6 +56,16 @@ var (
 // reuse their connections) and closed, and their content kept in memory in
 // case a policy settles on one after all; when the guard returns, every
 // other response is drained and closed.
+//
+// A request is sent more than once only when it may be: it is Idempotent
+// (GET, HEAD, OPTIONS, PUT, DELETE, TRACE, or an Idempotency-Key header)
+// and its body can be replayed. Any other request is sent again only when
+// no earlier attempt can have reached the upstream (each failed to
+// connect); once one may have, a further attempt (a retry, a hedge) is
+// Dropped with an error matching ErrNotReplayable that carries the previous
+// attempt's response and error, so the caller gets that response. The
+// error of an attempt that may not be repeated matches NotRetryable: set
+// retry.Options.AbortIf to NotRetryable to return it without a backoff.
 //
 // Request bodies are replayed on retries: with req.GetBody when it is set
 // (the first attempt sends req.Body); otherwise the body is read into memory
@@ -84,7 +97,7 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if t.g == nil {
 		return t.next.RoundTrip(req)
 	}
-	rt := &roundTrip{t: t, req: req}
+	rt := &roundTrip{t: t, req: req, idempotent: Idempotent(req)}
 	return rt.finish(t.g.Run(req.Context(), rt.attempt))
 }
 
@@ -107,8 +120,9 @@ const (
 
 // roundTrip is the state of one RoundTrip call across its attempts.
 type roundTrip struct {
-	t   *guardedTransport
-	req *http.Request
+	t          *guardedTransport
+	req        *http.Request
+	idempotent bool // req may be sent more than once (see Idempotent)
 
 	bodyOnce sync.Once // runs prepareBody before the first attempt
 	kind     bodyKind  // set by prepareBody
@@ -121,6 +135,7 @@ type roundTrip struct {
 	finished  bool       // the guard returned: no attempt may start
 	attempts  int        // attempts started
 	bodyTaken bool       // req.Body was handed to an attempt or closed
+	reached   int        // attempts that may have sent the request: running, or ended other than by a failure to connect
 	last      sluice.Result
 	returned  []*http.Response // responses of attempts that returned, unsettled
 }
@@ -177,7 +192,12 @@ func (rt *roundTrip) attempt(ctx context.Context) sluice.Result {
 		rt.mu.Unlock()
 		return rt.notReplayable(errBodyTooLarge)
 	}
+	if rt.reached > 0 && !rt.idempotent {
+		rt.mu.Unlock()
+		return rt.notReplayable(errNotIdempotent)
+	}
 	rt.attempts++
+	rt.reached++
 	first := !rt.bodyTaken
 	rt.bodyTaken = true
 	stale := rt.returned
@@ -192,6 +212,7 @@ func (rt *roundTrip) attempt(ctx context.Context) sluice.Result {
 
 	out, link, err := rt.request(ctx, first)
 	if err != nil {
+		rt.unreached()
 		return rt.notReplayable(err)
 	}
 	start := rt.t.s.clock.Nanotime()
@@ -203,7 +224,13 @@ func (rt *roundTrip) attempt(ctx context.Context) sluice.Result {
 	}
 	if err != nil {
 		link.release()
-		res := sluice.Result{Outcome: sluice.Outcome{Class: rt.t.g.Classify(ctx, err), Err: err, Latency: latency}}
+		class := rt.t.g.Classify(ctx, err)
+		if neverSent(err) {
+			rt.unreached()
+		} else if !rt.replayable() {
+			err = final(err)
+		}
+		res := sluice.Result{Outcome: sluice.Outcome{Class: class, Err: err, Latency: latency}}
 		rt.record(res, nil)
 		return res
 	}
@@ -212,11 +239,26 @@ func (rt *roundTrip) attempt(ctx context.Context) sluice.Result {
 	if rt.t.s.isFailure(resp.StatusCode) {
 		res.Class = sluice.Failure
 		res.Err = newStatusError(resp, resp.StatusCode, resp.Header, rt.t.s.clock.Now())
+		if !rt.replayable() {
+			res.Err = final(res.Err)
+		}
 	}
 	if !rt.record(res, resp) {
 		discard(resp)
 	}
 	return res
+}
+
+// replayable reports whether the request may be sent again after an
+// attempt that reached the upstream: it is idempotent and its body can be
+// sent again.
+func (rt *roundTrip) replayable() bool { return rt.idempotent && rt.kind != oneShot }
+
+// unreached notes that an attempt ended without sending the request.
+func (rt *roundTrip) unreached() {
+	rt.mu.Lock()
+	rt.reached--
+	rt.mu.Unlock()
 }
 
 // notReplayable is the Result of an attempt that cannot send the request

@@ -152,20 +152,20 @@ func TestTransportReplaysBody(t *testing.T) {
 		want string // the body the upstream must see
 	}{
 		{"GetBody", func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(payload))
+			req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(payload))
 			return req
 		}, payload},
 		{"buffered, known length", func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodPost, url, io.NopCloser(strings.NewReader(payload)))
+			req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(strings.NewReader(payload)))
 			req.ContentLength = int64(len(payload))
 			return req
 		}, payload},
 		{"buffered, unknown length", func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodPost, url, io.NopCloser(oneByOne{strings.NewReader(payload)}))
+			req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(oneByOne{strings.NewReader(payload)}))
 			return req
 		}, payload},
 		{"buffered, empty", func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodPost, url, io.NopCloser(strings.NewReader("")))
+			req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(strings.NewReader("")))
 			return req
 		}, ""},
 		{"no body", func(url string) *http.Request {
@@ -177,7 +177,7 @@ func TestTransportReplaysBody(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newUpstream(t, 503, 502, 200)
 			rec := newRecorder()
-			c := client(t, sluice.New(retry{max: 3}, rec), httpguard.Options{}, nil)
+			c := client(t, sluice.New(retryFailures{max: 3}, rec), httpguard.Options{}, nil)
 			resp, err := c.Do(tt.req(up.URL))
 			if err != nil {
 				t.Fatal(err)
@@ -218,7 +218,7 @@ func TestTransportClosesSupersededResponses(t *testing.T) {
 	up := newUpstream(t, 503)
 	var cc closeCounter
 	wrap := func(next http.RoundTripper) http.RoundTripper { return countingTransport{next: next, c: &cc} }
-	c := client(t, sluice.New(retry{max: 3}), httpguard.Options{}, wrap)
+	c := client(t, sluice.New(retryFailures{max: 3}), httpguard.Options{}, wrap)
 	resp, err := c.Get(up.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -324,8 +324,8 @@ func TestTransportUpgrade(t *testing.T) {
 func TestTransportGetBodyFails(t *testing.T) {
 	up := newUpstream(t, 503)
 	rec := newRecorder()
-	c := client(t, sluice.New(retry{max: 3}, rec), httpguard.Options{}, nil)
-	req, _ := http.NewRequest(http.MethodPost, up.URL, strings.NewReader("payload"))
+	c := client(t, sluice.New(retryFailures{max: 3}, rec), httpguard.Options{}, nil)
+	req, _ := http.NewRequest(http.MethodPut, up.URL, strings.NewReader("payload"))
 	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
 	resp, err := c.Do(req)
 	if err != nil {
@@ -396,7 +396,7 @@ func TestTransportLargeBodyIsNotRetried(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newUpstream(t, 503)
 			rec := newRecorder()
-			c := client(t, sluice.New(retry{max: 3}, rec), httpguard.Options{MaxReplayBody: 16}, nil)
+			c := client(t, sluice.New(retryFailures{max: 3}, rec), httpguard.Options{MaxReplayBody: 16}, nil)
 			body := &trackedBody{Reader: strings.NewReader(payload)}
 			req, _ := http.NewRequest(http.MethodPut, up.URL, body)
 			req.ContentLength = tt.length
@@ -564,7 +564,7 @@ func TestTransportClonesRequest(t *testing.T) {
 		r.Header.Set("X-Attempt", "mutated")
 		return &http.Response{StatusCode: 503, Body: io.NopCloser(bytes.NewReader(nil)), Request: r}, nil
 	})
-	rt := httpguard.Transport(sluice.New(retry{max: 2}), next, httpguard.Options{})
+	rt := httpguard.Transport(sluice.New(retryFailures{max: 2}), next, httpguard.Options{})
 	req := httptest.NewRequest(http.MethodGet, "http://upstream/", nil)
 	req.Header.Set("X-Attempt", "original")
 	resp, err := rt.RoundTrip(req)

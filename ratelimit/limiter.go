@@ -140,11 +140,15 @@ func (l *Limiter) Allow(ctx context.Context, key string, n int) (Decision, error
 
 // Acquire consumes one event of the key of ctx (see WithKey), or of
 // Options.Key. It returns a zero Permit (Done does nothing) when the event
-// is admitted, and a *LimitError when it is not.
+// is admitted, and a *LimitError when it is not. An admission is reported
+// to the function WithKeyReport put in ctx, if any.
 func (l *Limiter) Acquire(ctx context.Context) (sluice.Permit, error) {
-	key, ok := KeyFrom(ctx)
-	if !ok {
-		key = l.key
+	key, report := l.key, (func(string, time.Duration, Decision))(nil)
+	switch v := ctx.Value(keyCtxKey{}).(type) {
+	case string:
+		key = v
+	case *keyReport:
+		key, report = v.key, v.report
 	}
 	lim := l.limit.Load()
 	d, err := l.store.AllowN(ctx, key, *lim, 1)
@@ -156,6 +160,9 @@ func (l *Limiter) Acquire(ctx context.Context) (sluice.Permit, error) {
 		return sluice.Permit{}, newLimitError(l.name, lim.Period, d, err)
 	case !d.Allowed:
 		return sluice.Permit{}, newLimitError(l.name, lim.Period, d, nil)
+	}
+	if report != nil {
+		report(l.name, lim.Period, d)
 	}
 	return sluice.Permit{}, nil
 }
@@ -223,10 +230,35 @@ func WithKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, keyCtxKey{}, key)
 }
 
-// KeyFrom returns the key that WithKey put in ctx, and whether there is one.
+// WithKeyReport is WithKey, and report is called by every Limiter that
+// admits a call made with the returned context, with the limiter's name,
+// its period and its Decision: what an HTTP server needs for the
+// RateLimit headers of an admitted request (httpguard's Middleware uses
+// it). report runs on the caller's goroutine with no lock held; it must
+// not block.
+func WithKeyReport(ctx context.Context, key string, report func(name string, period time.Duration, d Decision)) context.Context {
+	if report == nil {
+		return WithKey(ctx, key)
+	}
+	return context.WithValue(ctx, keyCtxKey{}, &keyReport{key: key, report: report})
+}
+
+// keyReport is the value WithKeyReport puts in a context.
+type keyReport struct {
+	key    string
+	report func(string, time.Duration, Decision)
+}
+
+// KeyFrom returns the key that WithKey or WithKeyReport put in ctx, and
+// whether there is one.
 func KeyFrom(ctx context.Context) (string, bool) {
-	key, ok := ctx.Value(keyCtxKey{}).(string)
-	return key, ok
+	switch v := ctx.Value(keyCtxKey{}).(type) {
+	case string:
+		return v, true
+	case *keyReport:
+		return v.key, true
+	}
+	return "", false
 }
 
 // IgnoresLatency reports true: a rate limit never reads a call's latency

@@ -9,10 +9,15 @@ import (
 // Defaults of the backoff constructors and of Options.
 const (
 	// DefaultInitial is the first delay of the exponential and decorrelated
-	// backoffs.
-	DefaultInitial = 100 * time.Millisecond
-	// DefaultMax caps every delay of the exponential and decorrelated backoffs.
-	DefaultMax = 10 * time.Second
+	// backoffs, as the gateway's retry.backoff.initial.
+	DefaultInitial = 50 * time.Millisecond
+	// DefaultMax caps every delay of the exponential and decorrelated
+	// backoffs, as the gateway's retry.backoff.max; it is also the default
+	// of Options.MaxRetryAfter. A retry waits inside its caller's call:
+	// a downstream that asks for more patience than a second gets its
+	// answer, Retry-After included, handed back to the caller instead of
+	// holding the call (see docs/defaults.md).
+	DefaultMax = time.Second
 	// DefaultMultiplier is how much the exponential backoff grows per attempt.
 	DefaultMultiplier = 2.0
 )

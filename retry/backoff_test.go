@@ -32,7 +32,7 @@ func TestBackoffDelays(t *testing.T) {
 		{"exponential multiplier 1 is constant", Exponential(10*ms, time.Second, 1, NoJitter, nil),
 			[]time.Duration{10 * ms, 10 * ms, 10 * ms}},
 		{"exponential defaults", Exponential(0, 0, 0, NoJitter, nil),
-			[]time.Duration{100 * ms, 200 * ms, 400 * ms}},
+			[]time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second}},
 		{"exponential max below initial is raised", Exponential(100*ms, 10*ms, 2, NoJitter, nil),
 			[]time.Duration{100 * ms, 100 * ms}},
 		{"exponential full", Exponential(100*ms, 1000*ms, 2, FullJitter, seq(0.5, 0.25, 0, 0.999)),

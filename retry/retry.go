@@ -6,7 +6,10 @@
 // and outside the timeout so that the timeout bounds one attempt:
 //
 //	p, err := retry.New(retry.Options{MaxAttempts: 3})
-//	g := sluice.New(limiter, p, breaker, bulkhead, perAttemptTimeout)
+//	if err != nil {
+//		log.Fatal(err) // names every unusable option
+//	}
+//	g := sluice.New(limiter, p, br, bulkhead, perAttemptTimeout)
 //
 // What is retried: by default a Failure, and a Dropped result (a rejection
 // by a policy inside the retry, such as an open breaker or a full
@@ -49,7 +52,7 @@ import (
 const DefaultMaxAttempts = 3
 
 // Options configures a Retry. The zero value retries a Failure twice with
-// exponential backoff and full jitter (100ms, 200ms, ... up to 10s), within
+// exponential backoff and full jitter (50ms, 100ms, ... up to 1s), within
 // a private retry budget of 20% of calls plus 10 retries per second.
 type Options struct {
 	// MaxAttempts is how many attempts a call gets, the first included: 1
@@ -62,9 +65,9 @@ type Options struct {
 	// MaxRetryAfter).
 	Backoff Backoff
 	// Initial is the first wait of the default backoff. Zero means
-	// DefaultInitial (100ms).
+	// DefaultInitial (50ms).
 	Initial time.Duration
-	// Max caps the waits of the default backoff. Zero means DefaultMax (10s).
+	// Max caps the waits of the default backoff. Zero means DefaultMax (1s).
 	// It must not be below Initial.
 	Max time.Duration
 	// Multiplier is how much each wait of the default backoff grows over the

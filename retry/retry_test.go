@@ -128,7 +128,7 @@ func TestNewErrors(t *testing.T) {
 		{Options{Initial: -time.Second}, "Initial -1s is negative"},
 		{Options{Max: -time.Second}, "Max -1s is negative"},
 		{Options{Initial: time.Second, Max: time.Millisecond}, "Max 1ms is below Initial 1s"},
-		{Options{Max: time.Millisecond}, "Max 1ms is below Initial 100ms"},
+		{Options{Max: time.Millisecond}, "Max 1ms is below Initial 50ms"},
 		{Options{Multiplier: 0.5}, "Multiplier 0.5 is not a finite number of at least 1"},
 		{Options{Jitter: 3}, "Jitter 3 is unknown"},
 		{Options{MaxRetryAfter: -1}, "MaxRetryAfter -1ns is negative"},
@@ -242,13 +242,13 @@ func TestRetryWaits(t *testing.T) {
 		waits []time.Duration
 	}{
 		{"default exponential, no jitter", Options{MaxAttempts: 5, Jitter: NoJitter},
-			[]time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms}},
+			[]time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms}},
 		{"capped", Options{MaxAttempts: 5, Initial: 300 * ms, Max: time.Second, Multiplier: 3, Jitter: NoJitter},
 			[]time.Duration{300 * ms, 900 * ms, time.Second, time.Second}},
 		{"full jitter with a seeded source", Options{MaxAttempts: 4, Rand: seq(0.5, 0.25, 0.75)},
-			[]time.Duration{50 * ms, 50 * ms, 300 * ms}},
+			[]time.Duration{25 * ms, 25 * ms, 150 * ms}},
 		{"equal jitter", Options{MaxAttempts: 3, Jitter: EqualJitter, Rand: seq(0.5)},
-			[]time.Duration{75 * ms, 150 * ms}},
+			[]time.Duration{37500 * time.Microsecond, 75 * ms}},
 		{"constant", Options{MaxAttempts: 3, Backoff: Constant(time.Second)},
 			[]time.Duration{time.Second, time.Second}},
 		{"decorrelated", Options{MaxAttempts: 4, Backoff: DecorrelatedJitter(10*ms, time.Second, seq(0.5))},
@@ -303,7 +303,7 @@ func TestRetryDeadline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fc := clock.NewFake(time.Time{})
-			p := mustNew(t, Options{MaxAttempts: 3, Jitter: NoJitter, Clock: fc, NoBudget: true})
+			p := mustNew(t, Options{MaxAttempts: 3, Initial: 100 * ms, Jitter: NoJitter, Clock: fc, NoBudget: true})
 			ctx := deadlineCtx{context.Background(), fc.Now().Add(tt.left)}
 			next, n := script(tt.results...)
 			s := start(t, fc, p, ctx, next)
@@ -337,8 +337,8 @@ func TestRetryAfterHint(t *testing.T) {
 		attempts int
 		stopped  []StopReason
 	}{
-		{"hint longer than the backoff", Options{}, []sluice.Result{failedAfter(2 * time.Second), ok},
-			[]time.Duration{2 * time.Second}, 2, nil},
+		{"hint longer than the backoff", Options{}, []sluice.Result{failedAfter(500 * ms), ok},
+			[]time.Duration{500 * ms}, 2, nil},
 		{"hint shorter than the backoff", Options{Initial: time.Second}, []sluice.Result{failedAfter(ms), ok},
 			[]time.Duration{time.Second}, 2, nil},
 		{"hint above MaxRetryAfter", Options{MaxRetryAfter: time.Second}, []sluice.Result{failedAfter(2 * time.Second)},
@@ -347,10 +347,10 @@ func TestRetryAfterHint(t *testing.T) {
 			nil, 1, []StopReason{RetryAfterTooLong}},
 		{"hint equal to MaxRetryAfter", Options{MaxRetryAfter: time.Second}, []sluice.Result{failedAfter(time.Second), ok},
 			[]time.Duration{time.Second}, 2, nil},
-		{"rejection with a hint", Options{}, []sluice.Result{rejectedAfter(3 * time.Second), ok},
-			[]time.Duration{3 * time.Second}, 2, nil},
+		{"rejection with a hint", Options{}, []sluice.Result{rejectedAfter(700 * ms), ok},
+			[]time.Duration{700 * ms}, 2, nil},
 		{"rejections until attempts run out", Options{}, []sluice.Result{rejectedAfter(ms)},
-			[]time.Duration{100 * ms, 200 * ms}, 3, []StopReason{AttemptsExhausted}},
+			[]time.Duration{50 * ms, 100 * ms}, 3, []StopReason{AttemptsExhausted}},
 		{"rejection with a long hint", Options{}, []sluice.Result{rejectedAfter(time.Minute)},
 			nil, 1, []StopReason{RetryAfterTooLong}},
 	}

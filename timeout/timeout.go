@@ -4,7 +4,10 @@
 // retry, so that it bounds one attempt and each retry gets a fresh bound:
 //
 //	t, err := timeout.New(timeout.Options{Timeout: 2 * time.Second})
-//	g := sluice.New(limiter, retryPolicy, breaker, bulkhead, t)
+//	if err != nil {
+//		log.Fatal(err) // names every unusable option
+//	}
+//	g := sluice.New(limiter, retryPolicy, br, bulkhead, t)
 //
 // A Timeout is cooperative by default: it runs the rest of the chain with a
 // context that expires after Timeout (made by the Clock's WithTimeout, so

@@ -1,0 +1,118 @@
+package httpguard
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// ByClientIP returns a Key function that keys requests by their client's
+// IP address (see ClientIP), so that each client has its own rate limit,
+// as the gateway's `key: ip` does. The address is written in its canonical
+// form ("192.0.2.1", "2001:db8::1"); a request whose peer address cannot be
+// read gets the key "".
+func ByClientIP(trustedProxies ...netip.Prefix) func(*http.Request) string {
+	trusted := masked(trustedProxies)
+	return func(r *http.Request) string {
+		a := clientIP(r, trusted)
+		if !a.IsValid() {
+			return ""
+		}
+		return a.String()
+	}
+}
+
+// ClientIP returns the address of the client that sent r, as the gateway
+// reads it: the peer's address (r.RemoteAddr), or, when the peer is one of
+// trustedProxies, the right-most address of the X-Forwarded-For list (all
+// its header lines read as one list) that is not itself a trusted proxy.
+// The entries to the left of it can be forged by the client and are never
+// read; an entry that is not an address ends the walk at the trusted proxy
+// that added it. With no trustedProxies, X-Forwarded-For is ignored. IPv4
+// addresses mapped into IPv6 are unmapped. It returns the zero Addr when
+// r.RemoteAddr is not an IP address.
+func ClientIP(r *http.Request, trustedProxies []netip.Prefix) netip.Addr {
+	return clientIP(r, masked(trustedProxies))
+}
+
+func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	peer := remoteAddr(r.RemoteAddr)
+	if !peer.IsValid() || !contains(trusted, peer) {
+		return peer
+	}
+	xff := strings.Join(r.Header.Values("X-Forwarded-For"), ",")
+	for xff != "" {
+		i := strings.LastIndexByte(xff, ',')
+		part := strings.TrimSpace(xff[i+1:])
+		xff = xff[:max(i, 0)]
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return peer
+		}
+		a = a.Unmap()
+		if !contains(trusted, a) {
+			return a
+		}
+		peer = a
+	}
+	return peer
+}
+
+// remoteAddr parses an http.Request's RemoteAddr ("ip:port", or an address
+// alone); the zero Addr when it is neither.
+func remoteAddr(s string) netip.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap()
+	}
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		s = host
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
+}
+
+// masked returns the prefixes masked, with IPv4-mapped ones unmapped, so
+// that Contains compares like with like.
+func masked(ps []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		if !p.IsValid() {
+			continue
+		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out
+}
+
+func contains(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// ByHeader returns a Key function that keys requests by the value of the
+// header name (an API key, a tenant), as the gateway's `key: header:NAME`
+// does. Requests without it share the key "". A client can send any value:
+// key by a header only behind something that checks it.
+func ByHeader(name string) func(*http.Request) string {
+	name = http.CanonicalHeaderKey(name)
+	return func(r *http.Request) string { return r.Header.Get(name) }
+}
+
+// ByPattern is a Key function that keys requests by the http.ServeMux
+// pattern that matched them (http.Request.Pattern, such as
+// "GET /items/{id}"), so that each route of a mux has its own rate limit
+// with one limiter. The pattern is known only once the mux routed the
+// request: wrap the handlers the mux routes to, not the mux. A request
+// that no pattern matched gets the key "".
+func ByPattern(r *http.Request) string { return r.Pattern }
