@@ -334,13 +334,19 @@ func copyEndToEnd(dst, src http.Header) {
 }
 
 // grpcCause is err, or, when ctx ended first, ctx's cause: an attempt cut
-// by its deadline is a timeout, one whose client left is cancelled.
+// by its deadline is a timeout, one whose client left is cancelled. An
+// attempt that failed once its deadline had passed is a timeout too,
+// whatever the failure: the upstream, told the deadline, may end the call
+// (reset its stream) just before the gateway does.
 func grpcCause(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		if errors.Is(cerr, context.Canceled) {
 			return errClientGone
 		}
 		return cerr
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
 	}
 	return err
 }
