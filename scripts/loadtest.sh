@@ -101,7 +101,7 @@ http {
     listen 127.0.0.1:$NGXS ssl http2;
     ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
     ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:10m;
-    keepalive_requests 1000000; http2_max_requests 1000000;
+    keepalive_requests 1000000;
     location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
   }
 }
