@@ -54,6 +54,11 @@ routes:
 		for i := range 100 {
 			echo(t, c, websocket.MessageBinary, []byte(strings.Repeat(fmt.Sprint(i), i*50)))
 		}
+		// The handshake is recorded once answered, as on the goroutine
+		// engine: a WebSocket's lifetime is no request's duration.
+		if m := gw.metricsText(t); !strings.Contains(m, `sluice_requests_total{code="101",outcome="ok",route="ws"} 1`) {
+			t.Errorf("the open WebSocket's handshake is not among the requests served:\n%s", m)
+		}
 		if _, resp, err := dialWSVia(t, client, url+"/b"); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("a second WebSocket while the only slot is held: %v %+v, want 503", err, resp)
 		}
