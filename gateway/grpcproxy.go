@@ -67,7 +67,7 @@ type heldAnswer struct {
 // log ("" when the upstream's answer was passed on). It drives the route's
 // lifecycle as the other engines do (see call), with gRPC's outcomes.
 func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, rt *route) string {
-	xff, err := stdLimit(r, st, rt)
+	xff, err := stdLimit(w, r, st, rt)
 	if err != nil {
 		return writeGRPCError(w, err)
 	}

@@ -32,7 +32,7 @@ var errNoHijack = errors.New("gateway: the connection cannot be taken over")
 // handshake is recorded first, as on the goroutine engine, so that a
 // WebSocket's lifetime never counts as a request's duration.
 func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *state, rt *route) (reason string, carry func()) {
-	xff, err := stdLimit(r, st, rt)
+	xff, err := stdLimit(w, r, st, rt)
 	if err != nil {
 		return writeStdError(w, err), nil
 	}

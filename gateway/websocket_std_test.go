@@ -65,8 +65,10 @@ routes:
 		c.Close(websocket.StatusNormalClosure, "")
 		eventually(t, "the slot to be released", func() bool { return gw.routeStatus(t, "ws").ConcurrencyInFlight == 0 })
 		// Two handshakes used the limit of 2 (the refused one counted too).
-		if _, resp, err := dialWSVia(t, client, url+"/c"); err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
-			t.Fatalf("a third handshake over the rate limit: %v %+v, want 429", err, resp)
+		_, resp, err = dialWSVia(t, client, url+"/c")
+		if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+			resp.Header.Get("RateLimit-Policy") != `"ws";q=2;w=3600` {
+			t.Fatalf("a third handshake over the rate limit: %v %+v, want 429 with Retry-After and the RateLimit headers", err, resp)
 		}
 	})
 }
