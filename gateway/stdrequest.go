@@ -45,12 +45,12 @@ func stdScheme(r *http.Request) string {
 // RateLimit-Policy headers are set on w, as the goroutine engine sets them.
 func stdLimit(w http.ResponseWriter, r *http.Request, st *state, rt *route) ([]byte, error) {
 	peer, xff := stdPeer(r), []byte(strings.Join(r.Header.Values("X-Forwarded-For"), ", "))
-	if rt.limit != nil {
-		key := rt.limit.key(stdRequest{r}, rt, clientIP(peer, xff, st.trusted))
-		ok, retryAfter, v := rt.limit.allow(key, rt, nil)
+	if rt.life.rate != nil {
+		key := rt.life.rate.key(stdRequest{r}, rt, clientIP(peer, xff, st.trusted))
+		ok, retryAfter, v := rt.life.rate.allow(key, rt, nil)
 		rt.metrics.RateLimit(ok)
 		if len(v) > 0 {
-			w.Header().Set("RateLimit-Policy", string(rt.limit.policy))
+			w.Header().Set("RateLimit-Policy", string(rt.life.rate.policy))
 			w.Header().Set("RateLimit", string(v))
 		}
 		if !ok {
