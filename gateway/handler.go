@@ -91,7 +91,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
 	x.trusted = st.trusted.contains(peer)
 	if isWebSocket(h) {
-		reason := g.serveWebSocket(ctx, rt, x.xff)
+		reason := g.serveWebSocket(ctx, rt, x.xff, x.trusted)
 		g.exchanges.Put(x.reset())
 		g.finish(ctx, rt, start, reason)
 		return

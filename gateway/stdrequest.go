@@ -39,6 +39,21 @@ func stdScheme(r *http.Request) string {
 	return "http"
 }
 
+// stdForwarded returns the X-Forwarded-Host and -Proto to send for r: its
+// Host and scheme, or, from a trusted proxy, the proxy's own values.
+func stdForwarded(r *http.Request, st *state) (host, proto string) {
+	host, proto = r.Host, stdScheme(r)
+	if st.trusted.contains(stdPeer(r)) {
+		if v := strings.Join(r.Header.Values("X-Forwarded-Host"), ", "); v != "" {
+			host = v
+		}
+		if v := strings.Join(r.Header.Values("X-Forwarded-Proto"), ", "); v != "" {
+			proto = v
+		}
+	}
+	return host, proto
+}
+
 // stdLimit takes r, on rt, through rt's rate limit. It returns the
 // X-Forwarded-For to send upstream (see forwardedFor), and the limit's
 // rejection when it refuses r. When the limit decided, its RateLimit and
