@@ -143,7 +143,9 @@ type Redis struct {
 type Server struct {
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
-	// ReadTimeout bounds reading a whole request, body included. Default 60s.
+	// ReadTimeout bounds reading a whole request, body included, but for
+	// a gRPC call's, which its own deadline bounds (a stream may last).
+	// Default 60s.
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
 	// A connection whose responses wait for the client to read them is not
@@ -165,8 +167,13 @@ type Server struct {
 	// Default 0.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
-	// flight before closing them. Default 30s.
+	// flight before closing them. Default 30s. WebSocket connections still
+	// open at its end get a close frame 1001 (going away) and are closed.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// WebSocketIdleTimeout closes a WebSocket connection through which no
+	// byte passed either way for this long, with a close frame 1001 to
+	// both ends. Default 5m.
+	WebSocketIdleTimeout Duration `yaml:"websocket_idle_timeout"`
 	// HTTP2 holds the limits of HTTP/2 connections (TLS and h2c).
 	// MaxHeaderBytes bounds an HTTP/2 request's header list too.
 	HTTP2 HTTP2 `yaml:"http2"`
@@ -293,6 +300,9 @@ type Route struct {
 	// Policies are applied in sluice's default order: rate limit, coalesce,
 	// fallback, retry, circuit breaker, concurrency, timeout.
 	Policies Policies `yaml:"policies"`
+	// GRPC says how the route serves gRPC calls. Default: no call is
+	// retried.
+	GRPC *GRPC `yaml:"grpc"`
 	// Rewrite changes the request's path on its way upstream, after
 	// routing (Match sees the client's path). Default: none.
 	Rewrite *Rewrite `yaml:"rewrite"`
@@ -304,6 +314,24 @@ type Route struct {
 	// (false) the upstream sees its target's host:port. X-Forwarded-Host
 	// carries the client's Host either way.
 	PreserveHost bool `yaml:"preserve_host"`
+}
+
+// GRPC configures a route's gRPC calls: requests over HTTP/2 whose
+// Content-Type is application/grpc or application/grpc+FORMAT. Their
+// rejections are gRPC answers (HTTP 200 with grpc-status), their outcome
+// is read from the upstream's grpc-status, and a grpc-timeout shortens
+// each attempt's deadline.
+type GRPC struct {
+	// Idempotent lists the calls the route's retry policy may send again:
+	// full method names ("/pkg.Service/Method") or whole services
+	// ("/pkg.Service/*"), retried when the route has a retry policy (on
+	// UNAVAILABLE, and on what retry.on names of connect_error and
+	// timeout). A call of any other method is sent once. Name only unary
+	// and client-streaming methods: the gateway reads such a call's
+	// request whole (up to 1 MiB; a longer one is sent once) before it
+	// sends it, and its answer too, so that a retry can replace it.
+	// Default: none.
+	Idempotent []string `yaml:"idempotent"`
 }
 
 // Rewrite changes a request's path: StripPrefix comes off, then AddPrefix

@@ -180,6 +180,7 @@ func (v *validator) config(c *Config) {
 	v.duration("server.read_timeout", c.Server.ReadTimeout, MinDuration, MaxDuration)
 	v.duration("server.idle_timeout", c.Server.IdleTimeout, MinDuration, MaxDuration)
 	v.duration("server.shutdown_timeout", c.Server.ShutdownTimeout, MinDuration, MaxDuration)
+	v.duration("server.websocket_idle_timeout", c.Server.WebSocketIdleTimeout, MinDuration, MaxDuration)
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
 	}
@@ -210,6 +211,9 @@ func (v *validator) config(c *Config) {
 		}
 		v.match(path+".match", &r.Match)
 		v.policies(path+".policies", &r.Policies)
+		if r.GRPC != nil {
+			v.grpc(path+".grpc", r.GRPC)
+		}
 		v.flow(path+".policies", r, c)
 		if r.Rewrite != nil {
 			v.prefix(path+".rewrite.strip_prefix", r.Rewrite.StripPrefix)
@@ -279,6 +283,36 @@ func (v *validator) headerEdit(path string, e *HeaderEdit) {
 	for i, n := range e.Remove {
 		name(fmt.Sprintf("%s.remove[%d]", path, i), n)
 	}
+}
+
+// grpc checks a route's gRPC settings: every idempotent entry is a full
+// method name or a service's wildcard.
+func (v *validator) grpc(path string, g *GRPC) {
+	for i, m := range g.Idempotent {
+		if !IsGRPCMethodPattern(m) {
+			v.at(fmt.Sprintf("%s.idempotent[%d]", path, i), `want a full method name such as "/pkg.Service/Method" or "/pkg.Service/*", got %q`, m)
+		}
+	}
+}
+
+// IsGRPCMethodPattern reports whether p names gRPC calls as a route's
+// grpc.idempotent does: "/service/method" or "/service/*", where service
+// and method are not empty and hold no '/', space or control character.
+func IsGRPCMethodPattern(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/")
+	if !ok {
+		return false
+	}
+	svc, method, ok := strings.Cut(rest, "/")
+	if !ok || svc == "" || method == "" || strings.Contains(method, "/") {
+		return false
+	}
+	for _, c := range svc + method {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // admin checks the admin API's listener: an address other than loopback

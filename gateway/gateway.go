@@ -95,6 +95,8 @@ type Gateway struct {
 	// exchanges holds freed exchanges for reuse, which saves an allocation
 	// and a method value per request.
 	exchanges sync.Pool
+	// tunnels are the open WebSocket connections (websocket.go).
+	tunnels tunnels
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
@@ -230,9 +232,10 @@ func (g *Gateway) serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting connections and waits for requests in flight to
-// finish, or for ctx to end; then it closes the remaining connections and
-// stops health checks.
+// Shutdown stops accepting connections and waits for requests in flight
+// and open WebSocket connections to finish, or for ctx to end; then it
+// closes the remaining connections (a WebSocket gets a close frame 1001
+// first) and stops health checks.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
 	g.mu.Lock()
@@ -261,7 +264,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	} else if ln != nil {
 		_ = ln.Close()
 	}
-	err = errors.Join(err, loopErr, <-h2Done)
+	err = errors.Join(err, loopErr, <-h2Done, g.tunnels.shutdown(ctx))
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutting down: requests still in flight at the deadline: %w", err)

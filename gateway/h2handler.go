@@ -34,6 +34,9 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
+	if e.g.serveStd(ctx, w, r) {
+		return
+	}
 	e.g.handle(ctx)
 	e.writeBack(w, r, rc, &ctx.Response)
 }

@@ -28,6 +28,7 @@ type route struct {
 	// loop reports whether event loops can serve the route: its policies
 	// decide at once.
 	loop     bool
+	grpc     grpcMethods    // the gRPC calls that may be retried
 	policies *routePolicies // for /status and reuse across reloads
 	metrics  *telemetry.Route
 	inflight atomic.Int64
@@ -89,6 +90,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
 	x.trusted = st.trusted.contains(peer)
+	if isWebSocket(h) {
+		reason := g.serveWebSocket(ctx, rt, x.xff, x.trusted)
+		g.exchanges.Put(x.reset())
+		g.finish(ctx, rt, start, reason)
+		return
+	}
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
 		if rt.life.rate != nil {
 			rt.life.rate.setHeaders(&ctx.Response.Header, rl)

@@ -15,14 +15,15 @@ func (p *pool) start() {
 	p.once.Do(func() { go p.checkLoop() })
 }
 
-// stop ends the health checks and closes the idle HTTP/2 connections. It
-// is safe to call more than once.
+// stop ends the health checks and closes the idle HTTP/2 connections (the
+// upstream's and gRPC calls'). It is safe to call more than once.
 func (p *pool) stop() {
 	p.stopOnce.Do(func() {
 		close(p.done)
 		if p.h2 != nil {
 			p.h2.CloseIdleConnections()
 		}
+		p.closeGRPC()
 	})
 }
 

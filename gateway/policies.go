@@ -9,11 +9,14 @@ import (
 	"strings"
 	"time"
 
+	grpccodes "google.golang.org/grpc/codes"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/concurrency"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/retry"
 )
@@ -42,7 +45,8 @@ type routePolicies struct {
 // buildRoute builds a route of st from its configuration, reusing old's
 // policies (old may be nil) where their settings are unchanged.
 func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, error) {
-	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream]}
+	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream],
+		grpc: newGRPCMethods(rc.GRPC)}
 	var prev *routePolicies
 	if old != nil {
 		prev = old.policies
@@ -186,9 +190,12 @@ func retryOn(on []string) func(sluice.Result) bool {
 		var ue *UpstreamError
 		var se *StatusError
 		var fe *finalError
+		var ge *answer.GRPCStatusError
 		switch {
 		case errors.As(r.Err, &fe):
 			return false
+		case errors.As(r.Err, &ge):
+			return ge.Code == grpccodes.Unavailable // gRPC's own guidance
 		case errors.As(r.Err, &ue) && ue.Connect:
 			return connect
 		case errors.Is(r.Err, sluice.ErrTimeout):

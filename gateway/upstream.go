@@ -98,7 +98,8 @@ type pool struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	once     sync.Once // starts health checks
+	grpc     grpcTransport // gRPC calls' HTTP/2 client (grpcproxy.go)
+	once     sync.Once     // starts health checks
 	stopOnce sync.Once
 	done     chan struct{} // closed by stop
 }
