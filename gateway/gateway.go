@@ -31,6 +31,13 @@
 // connection is closed, not pooled. A pooled upstream connection with
 // bytes the target sent unasked is closed, never read as an answer.
 //
+// A third engine, on net/http (h2engine.go), serves the TLS listener
+// (ServeTLS: HTTP/2 and HTTP/1.1 by ALPN) and the plaintext connections
+// that turn to HTTP/2 (h2c), which the other two hand over to it; each of
+// its requests runs through the goroutine engine's handler, so that every
+// engine drives the same lifecycle. Upstreams speak HTTP/1.1 (over TLS for
+// https targets) or HTTP/2 (h2upstream.go).
+//
 // Configuration comes from package config; Apply swaps a new configuration in
 // atomically, keeping the state of every policy whose settings did not change.
 package gateway
@@ -58,7 +65,9 @@ type Options struct {
 	// Logger receives the request log and events. Nil means one built from
 	// the configuration's log settings, writing to standard error.
 	Logger *slog.Logger
-	// Metrics receives counters and gauges. Nil means none are kept.
+	// Metrics receives counters and gauges, and reads the gateway's live
+	// state at each scrape (telemetry.Metrics.Watch). Nil means none are
+	// kept.
 	Metrics *telemetry.Metrics
 	// Clock drives health checks and the policies' windows. Nil means
 	// clock.Real.
@@ -75,7 +84,10 @@ type Gateway struct {
 	engine string
 	// loops serves connections on event loops (loop.go) once Serve has
 	// started them; nil on the goroutine engine alone.
-	loops   *loopEngine
+	loops *loopEngine
+	// h2 serves the TLS listener and the h2c connections the other
+	// engines hand over (h2engine.go).
+	h2      *h2Engine
 	ln      net.Listener
 	log     *slog.Logger
 	metrics *telemetry.Metrics
@@ -83,6 +95,8 @@ type Gateway struct {
 	// exchanges holds freed exchanges for reuse, which saves an allocation
 	// and a method value per request.
 	exchanges sync.Pool
+	// tunnels are the open WebSocket connections (websocket.go).
+	tunnels tunnels
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
@@ -116,8 +130,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	st.version = 1
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
+	g.h2 = newH2Engine(g, cfg)
+	g.metrics.Configured(g.reload.At)
+	g.metrics.Watch(g.live)
 	g.server = &fasthttp.Server{
-		Handler:                      g.handle,
+		Handler:                      g.serveFast,
 		ReadTimeout:                  cfg.Server.ReadHeaderTimeout.D(),
 		IdleTimeout:                  cfg.Server.IdleTimeout.D(),
 		WriteTimeout:                 cfg.Server.WriteTimeout.D(), // a bound per write for streams: see paceClient
@@ -164,20 +181,50 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 	return fasthttp.RequestConfig{ReadTimeout: s.ReadTimeout.D(), MaxRequestBodySize: s.MaxBodyBytes}
 }
 
-// Serve accepts connections on ln until Shutdown. It returns nil after a
+// Serve accepts plaintext connections on ln until Shutdown: HTTP/1.1, and
+// HTTP/2 by prior knowledge or Upgrade: h2c. It returns nil after a
 // graceful shutdown.
 func (g *Gateway) Serve(ln net.Listener) error {
+	go g.h2.servePlain()
+	return g.serve(ln)
+}
+
+// ServeTLS accepts connections on ln, a TCP listener, and serves them over
+// TLS until Shutdown: HTTP/2 or HTTP/1.1, as the client's ALPN chooses, with
+// the certificates of the configuration's tls section (read again by every
+// Apply). It returns nil after a graceful shutdown.
+func (g *Gateway) ServeTLS(ln net.Listener) error {
+	return g.h2.serveTLS(ln)
+}
+
+func (g *Gateway) serve(ln net.Listener) error {
+	// The engine starts under g.mu, which Shutdown takes after it set
+	// closing: Shutdown finds it started, or Serve finds it closing.
+	g.mu.Lock()
+	if g.closing.Load() {
+		g.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	g.ln = ln
 	var err error
 	if g.engine == "loop" {
-		g.mu.Lock()
-		g.ln = ln
-		g.loops, err = newLoopEngine(g, ln.Addr())
-		g.mu.Unlock()
+		var loops *loopEngine
+		loops, err = newLoopEngine(g, ln.Addr())
 		if err == nil {
-			err = g.loops.serve(ln)
+			err = loops.start()
 		}
+		if err == nil {
+			g.loops = loops
+		}
+		g.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		err = loops.serve(ln)
 	} else {
-		err = g.server.Serve(ln)
+		g.mu.Unlock()
+		err = g.server.Serve(sniffListener{Listener: ln, h2: g.h2})
 	}
 	if g.closing.Load() {
 		return nil
@@ -185,9 +232,10 @@ func (g *Gateway) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting connections and waits for requests in flight to
-// finish, or for ctx to end; then it closes the remaining connections and
-// stops health checks.
+// Shutdown stops accepting connections and waits for requests in flight
+// and open WebSocket connections to finish, or for ctx to end; then it
+// closes the remaining connections (a WebSocket gets a close frame 1001
+// first) and stops health checks.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
 	g.mu.Lock()
@@ -204,14 +252,19 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	} else {
 		close(drained)
 	}
+	h2Done := make(chan error, 1)
+	go func() { h2Done <- g.h2.shutdown(ctx) }()
 	err := g.server.ShutdownWithContext(ctx)
 	<-drained
+	// The goroutine engine's Serve may have begun after ShutdownWithContext
+	// closed the listeners it had: closing its listener (the loops'
+	// handoff one, or ln) ends it.
 	if loops != nil {
-		// fasthttp closes the listeners its Serve had registered; one
-		// registered after ShutdownWithContext would block in Accept.
 		_ = loops.handoff.Close()
+	} else if ln != nil {
+		_ = ln.Close()
 	}
-	err = errors.Join(err, loopErr)
+	err = errors.Join(err, loopErr, <-h2Done, g.tunnels.shutdown(ctx))
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutting down: requests still in flight at the deadline: %w", err)
@@ -231,15 +284,16 @@ func (g *Gateway) Apply(cfg *config.Config) error {
 	g.reload.At = time.Now()
 	if err != nil {
 		g.reload.OK, g.reload.Error = false, err.Error()
-		g.metrics.Reload(false)
+		g.metrics.Reload(false, g.reload.At)
 		g.log.Error("reload refused", "error", err)
 		return err
 	}
 	st.version = old.version + 1
 	g.state.Store(st)
 	old.close(st)
+	forgetRemoved(old, st)
 	g.reload = ReloadStatus{At: g.reload.At, OK: true, Version: st.version}
-	g.metrics.Reload(true)
+	g.metrics.Reload(true, g.reload.At)
 	g.log.Info("configuration applied", "version", st.version, "routes", len(st.routes))
 	return nil
 }
@@ -251,7 +305,7 @@ func (g *Gateway) Refuse(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.reload.At, g.reload.OK, g.reload.Error = time.Now(), false, err.Error()
-	g.metrics.Reload(false)
+	g.metrics.Reload(false, g.reload.At)
 	g.log.Error("reload refused", "error", err)
 }
 

@@ -28,6 +28,7 @@ type route struct {
 	// loop reports whether event loops can serve the route: its policies
 	// decide at once.
 	loop     bool
+	grpc     grpcMethods    // the gRPC calls that may be retried
 	policies *routePolicies // for /status and reuse across reloads
 	metrics  *telemetry.Route
 	inflight atomic.Int64
@@ -82,6 +83,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		defer ctx.SetConnectionClose()
 	}
 	peer, xff := peerAddr(ctx), forwardedList(&ctx.Request.Header)
+	x.https = overTLS(ctx.Conn())
 	var rl []byte       // the RateLimit header value, when the limit set one
 	var limitKey string // the request's rate-limit key, when the route has a limit
 	if rt.life.rate != nil {
@@ -96,6 +98,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
 	x.trusted = st.trusted.contains(peer)
+	if isWebSocket(h) {
+		reason := g.serveWebSocket(ctx, rt, x.xff, x.trusted)
+		g.finish(ctx, rt, start, reason, &x.obs)
+		g.exchanges.Put(x.reset())
+		return
+	}
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
 		if rt.life.rate != nil {
 			rt.life.rate.setHeaders(&ctx.Response.Header, rl)
@@ -282,13 +290,31 @@ func writeFallback(ctx *fasthttp.RequestCtx, f *config.Fallback) {
 	ctx.SetBodyString(f.Body)
 }
 
-// finish records the request in the metrics, the log and its trace. o is
-// the request's observation.
+// finish records the request in the metrics, the log and its trace (o is
+// its observation), on every engine: now, or, when its response's body
+// streams from a target, once that body has been sent (or the client is
+// gone), so that its duration covers the whole response.
 func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, reason string, o *observation) {
+	code := ctx.Response.StatusCode()
+	if ctx.Response.IsBodyStream() {
+		if b, ok := ctx.Response.BodyStream().(streamedBody); ok {
+			// The request and its connection outlive the body: fasthttp
+			// (or the loop's stream) closes it before it reuses them. The
+			// observation does not: its engine reuses it at once.
+			o.bytesOut = responseBodySize(ctx)
+			od := o.detached()
+			b.atEnd(func() { g.record(ctx, rt, start, code, reason, od) })
+			return
+		}
+	}
+	g.record(ctx, rt, start, code, reason, o)
+}
+
+// record records a request that ended now with status code.
+func (g *Gateway) record(ctx *fasthttp.RequestCtx, rt *route, start time.Time, code int, reason string, o *observation) {
 	name := ""
 	now := time.Now()
 	d := now.Sub(start)
-	code := ctx.Response.StatusCode()
 	if rt != nil {
 		name = rt.name
 		rt.metrics.Request(code, reason, d)

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -46,12 +45,14 @@ const loopsSupported = true
 // a slow client paces the upstream as on the goroutine engine, and its
 // connection then returns to its loop. A hand-over moves the socket
 // itself, with the bytes the loop had read, so nothing is lost and nothing
-// is read twice.
+// is read twice. A client that shuts down its sending side after its
+// requests is answered all the same (see halfClose).
 type loopEngine struct {
 	gnet.BuiltinEventEngine
 	g       *Gateway
 	cli     *gnet.Client
 	handoff *handoffListener // connections for the goroutine engine
+	served  chan error       // the goroutine engine's Serve on handoff returned
 
 	mu    sync.Mutex
 	loops map[gnet.EventLoop]*loop
@@ -96,14 +97,19 @@ func newLoopEngine(g *Gateway, addr net.Addr) (*loopEngine, error) {
 	return e, nil
 }
 
-// serve starts the loops, hands the goroutine engine its listener, and
-// accepts connections on ln for the loops until ln is closed.
-func (e *loopEngine) serve(ln net.Listener) error {
+// start starts the loops and hands the goroutine engine its listener.
+func (e *loopEngine) start() error {
 	if err := e.cli.Start(); err != nil {
 		return err
 	}
-	served := make(chan error, 1)
-	go func() { served <- e.g.server.Serve(e.handoff) }()
+	e.served = make(chan error, 1)
+	go func() { e.served <- e.g.server.Serve(e.handoff) }()
+	return nil
+}
+
+// serve accepts connections on ln for the loops, once started, until ln is
+// closed.
+func (e *loopEngine) serve(ln net.Listener) error {
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -118,7 +124,7 @@ func (e *loopEngine) serve(ln net.Listener) error {
 				return nil
 			}
 			_ = e.handoff.Close()
-			<-served
+			<-e.served
 			return errors.Join(err, e.cli.Stop())
 		}
 		delay = 0
@@ -207,19 +213,12 @@ func (l *loop) reader(b []byte) *bufio.Reader {
 	return l.br
 }
 
-// writer returns a writer whose bytes flush sends to c in one write.
+// writer returns a writer whose bytes, once flushed, l.write sends in one
+// write.
 func (l *loop) writer() *bufio.Writer {
 	l.out.b = l.out.b[:0]
 	l.bw.Reset(&l.out)
 	return l.bw
-}
-
-// flush sends what was written to l.writer() to c.
-func (l *loop) flush(c gnet.Conn) error {
-	if err := l.bw.Flush(); err != nil {
-		return err
-	}
-	return l.write(c)
 }
 
 // write sends l.out.b to c.
@@ -251,10 +250,10 @@ func (e *loopEngine) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.Close
 }
 
-func (e *loopEngine) OnClose(c gnet.Conn, _ error) gnet.Action {
+func (e *loopEngine) OnClose(c gnet.Conn, err error) gnet.Action {
 	switch v := c.Context().(type) {
 	case *clientConn:
-		v.closed()
+		v.closed(err)
 	case *upConn:
 		v.closed()
 	}
@@ -283,93 +282,6 @@ func detach(c gnet.Conn) (net.Conn, error) {
 	}
 	return &prefixConn{Conn: nc, prefix: rest}, nil
 }
-
-// prefixConn is a connection whose first bytes were read already.
-type prefixConn struct {
-	net.Conn
-	prefix []byte
-}
-
-// SyscallConn gives the socket once its first bytes are read (see
-// clientWatch), and fails before.
-func (c *prefixConn) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok || len(c.prefix) > 0 {
-		return nil, errors.ErrUnsupported
-	}
-	return sc.SyscallConn()
-}
-
-func (c *prefixConn) Read(p []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(p, c.prefix)
-		c.prefix = c.prefix[n:]
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
-
-// handoffListener gives the goroutine engine the connections the loops
-// hand over, as if it had accepted them.
-type handoffListener struct {
-	addr net.Addr
-	ch   chan net.Conn
-	done chan struct{}
-	once sync.Once
-}
-
-func newHandoffListener(addr net.Addr) *handoffListener {
-	return &handoffListener{addr: addr, ch: make(chan net.Conn, 256), done: make(chan struct{})}
-}
-
-// deliver queues c for Accept without blocking the caller (a loop); once
-// the listener is closed, c is closed instead.
-func (l *handoffListener) deliver(c net.Conn) {
-	select {
-	case <-l.done:
-		_ = c.Close()
-		return
-	default:
-	}
-	select {
-	case l.ch <- c:
-	default:
-		go func() {
-			select {
-			case l.ch <- c:
-			case <-l.done:
-				_ = c.Close()
-			}
-		}()
-	}
-}
-
-func (l *handoffListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close ends Accept and closes the connections still queued for it.
-func (l *handoffListener) Close() error {
-	l.once.Do(func() {
-		close(l.done)
-		for {
-			select {
-			case c := <-l.ch:
-				_ = c.Close()
-			default:
-				return
-			}
-		}
-	})
-	return nil
-}
-
-func (l *handoffListener) Addr() net.Addr { return l.addr }
 
 // gnetLogger sends gnet's warnings and errors to slog.
 type gnetLogger struct{ l *slog.Logger }

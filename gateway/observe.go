@@ -154,3 +154,12 @@ func (x *exchange) bodySize() int64 {
 	}
 	return int64(len(x.body))
 }
+
+// detached returns a copy of o that outlives o's reuse by its engine: for
+// a request recorded once its streamed body has ended.
+func (o *observation) detached() *observation {
+	c := new(observation)
+	*c = *o
+	c.id = c.idBuf[:len(o.id)]
+	return c
+}

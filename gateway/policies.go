@@ -9,11 +9,14 @@ import (
 	"strings"
 	"time"
 
+	grpccodes "google.golang.org/grpc/codes"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/concurrency"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/retry"
 )
@@ -43,7 +46,7 @@ type routePolicies struct {
 // policies (old may be nil) where their settings are unchanged.
 func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, error) {
 	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream],
-		metrics: g.metrics.Route(rc.Name)}
+		grpc: newGRPCMethods(rc.GRPC)}
 	var prev *routePolicies
 	if old != nil {
 		prev = old.policies
@@ -52,6 +55,7 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	if err != nil {
 		return nil, err
 	}
+	r.metrics = g.metrics.Route(rc.Name) // once built: its series exist from now on
 	r.policies = p
 	r.life = newLifecycle(p, r.pool, rc.Policies.Fallback, g.clock)
 	r.rules = newRouteRules(rc)
@@ -62,11 +66,11 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 // loopRoute reports whether event loops can serve the route: none of its
 // policies waits for another request (no coalescing, no concurrency queue)
 // or for a store (no rate limit on Redis), and its targets speak plain
-// HTTP. (A retry's wait is a timer on the loop.) Nor does it hedge or
+// HTTP/1.1. (A retry's wait is a timer on the loop.) Nor does it hedge or
 // fall back beyond a static answer (see loopFlow).
 func loopRoute(rc *config.Route, st *state, p *pool) bool {
 	pc := &rc.Policies
-	if pc.Coalesce || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
+	if pc.Coalesce || p.h2 != nil || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
 		(pc.RateLimit != nil && st.cfg.Store.Kind == "redis") || !loopFlow(pc) {
 		return false
 	}
@@ -164,9 +168,6 @@ func buildRetry(name string, rc *config.Retry, g *Gateway) (*retry.Retry, error)
 		Budget:      budget,
 		Clock:       g.clock,
 		RetryIf:     on,
-		OnRetry: func(int, time.Duration, sluice.Result) {
-			g.metrics.Retry(name)
-		},
 	})
 }
 
@@ -189,9 +190,12 @@ func retryOn(on []string) func(sluice.Result) bool {
 		var ue *UpstreamError
 		var se *StatusError
 		var fe *finalError
+		var ge *answer.GRPCStatusError
 		switch {
 		case errors.As(r.Err, &fe):
 			return false
+		case errors.As(r.Err, &ge):
+			return ge.Code == grpccodes.Unavailable // gRPC's own guidance
 		case errors.As(r.Err, &ue) && ue.Connect:
 			return connect
 		case errors.Is(r.Err, sluice.ErrTimeout):
@@ -219,7 +223,7 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 		OpenDuration:        bc.OpenFor.D(),
 		HalfOpenCalls:       bc.HalfOpenCalls,
 		OnStateChange: func(n string, from, to breaker.State) {
-			g.metrics.BreakerState(n, int(to), to.String(), true)
+			g.metrics.BreakerTransition(n, to)
 			g.breakerLog.record(n, from, to, g.clock.Now())
 			g.log.Warn("circuit breaker state changed", "breaker", n, "from", from.String(), "to", to.String())
 		},
@@ -232,7 +236,6 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 	if err != nil {
 		return nil, fmt.Errorf("circuit_breaker: %w", err)
 	}
-	g.metrics.BreakerState(name, int(breaker.Closed), breaker.Closed.String(), false)
 	return b, nil
 }
 
@@ -256,14 +259,10 @@ func buildConcurrency(name string, cc *config.Concurrency, p *routePolicies, g *
 		MaxWait:    cc.MaxWait.D(),
 		Priorities: p.shares,
 		Clock:      g.clock,
-		OnLimitChange: func(_, n int) {
-			g.metrics.ConcurrencyLimit(name, n)
-		},
 	})
 	if err != nil {
 		return fmt.Errorf("concurrency.adaptive: %w", err)
 	}
 	p.adaptive = l
-	g.metrics.ConcurrencyLimit(name, alg.Limit())
 	return nil
 }

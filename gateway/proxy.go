@@ -73,6 +73,7 @@ type exchange struct {
 	c       call
 	req     *fasthttp.Request // the client's request, sent upstream as it is once prepared
 	xff     []byte            // the X-Forwarded-For value to send
+	https   bool              // the client came over TLS: X-Forwarded-Proto is https unless a trusted proxy said
 	ready   bool              // req's headers are prepared for the upstream
 	body    []byte            // the replayable body; nil when streamed
 	stream  io.Reader         // the body when not replayable
@@ -184,7 +185,7 @@ func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	if resp == nil {
 		resp = fasthttp.AcquireResponse()
 	}
-	err := roundTrip(t.client, req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
+	err := t.roundTrip(req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
 	if err != nil {
 		if resp != x.direct {
 			fasthttp.ReleaseResponse(resp)
@@ -228,6 +229,9 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 	if !x.ready {
 		x.ready = true
 		fwdHost, fwdProto := req.Header.Host(), valueHTTP
+		if x.https {
+			fwdProto = valueHTTPS
+		}
 		if x.trusted {
 			// Cloned: removeHopRequest drops the headers they are in.
 			if v := oneList(req.Header.PeekAll("X-Forwarded-Host")); len(v) > 0 {
@@ -459,14 +463,19 @@ type upstreamBody struct {
 	r    io.Reader
 	resp *fasthttp.Response
 	held bool // Close does nothing: the body outlives its response (see hold)
+	endHook
 }
 
 func (b *upstreamBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 func (b *upstreamBody) Close() error {
-	if b.resp != nil && !b.held {
+	if b.held {
+		return nil
+	}
+	if b.resp != nil {
 		releaseResponse(b.resp)
 		b.resp = nil
 	}
+	b.end()
 	return nil
 }

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -17,6 +19,9 @@ type state struct {
 	pools   map[string]*pool
 	trusted trustedProxies
 	store   *store
+	// tls is the TLS listener's handshake configuration, with the
+	// certificates read for this state; nil without a TLS listener.
+	tls     *tls.Config
 	tracer  *tracing.Provider // nil when tracing is off
 	version uint64
 }
@@ -37,6 +42,19 @@ func (s *state) route(req request) *route {
 func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	st := &state{cfg: cfg, pools: map[string]*pool{}, trusted: parseTrusted(cfg.TrustedProxies)}
 	var err error
+	if st.tls, err = serverTLS(cfg.TLS); err != nil {
+		return nil, err
+	}
+	clientTLS := make(map[string]*tls.Config, len(cfg.Upstreams))
+	var errs []error
+	for name, ucfg := range cfg.Upstreams {
+		if clientTLS[name], err = upstreamTLS(name, ucfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	if st.tracer, err = buildTracer(cfg.Tracing, old, g); err != nil {
 		return nil, err
 	}
@@ -50,12 +68,12 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	}
 	for name, ucfg := range cfg.Upstreams {
 		if old != nil {
-			if p := old.pools[name]; p != nil && reflect.DeepEqual(p.cfg, ucfg) {
+			if p := old.pools[name]; p != nil && reflect.DeepEqual(p.cfg, ucfg) && sameClientTLS(p.tls, clientTLS[name]) {
 				st.pools[name] = p
 				continue
 			}
 		}
-		st.pools[name] = newPool(name, ucfg, g)
+		st.pools[name] = newPool(name, ucfg, clientTLS[name], g)
 	}
 	var oldRoutes map[string]*route
 	if old != nil {
@@ -68,6 +86,7 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 		r, err := buildRoute(rc, st, oldRoutes[rc.Name], g)
 		if err != nil {
 			st.close(old)
+			forgetRemoved(st, old)
 			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
 		}
 		st.routes = append(st.routes, r)
