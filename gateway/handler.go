@@ -303,6 +303,7 @@ func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, r
 			// observation does not: its engine reuses it at once.
 			o.bytesOut = responseBodySize(ctx)
 			od := o.detached()
+			od.remote = ctx.RemoteAddr() // read here: a loop's connection is not the stream's to read
 			b.atEnd(func() { g.record(ctx, rt, start, code, reason, od) })
 			return
 		}

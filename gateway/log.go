@@ -60,6 +60,10 @@ func (g *Gateway) logRequest(ctx *fasthttp.RequestCtx, route string, code int, r
 	if o.target != nil {
 		target = o.target.url
 	}
+	remote := o.remote
+	if remote == nil {
+		remote = ctx.RemoteAddr()
+	}
 	attrs := [...]slog.Attr{
 		slog.String("route", route),
 		slog.String("method", string(ctx.Method())),
@@ -72,7 +76,7 @@ func (g *Gateway) logRequest(ctx *fasthttp.RequestCtx, route string, code int, r
 		slog.Int64("bytes_in", o.bytesIn),
 		slog.Int64("bytes_out", o.bytesOut),
 		slog.Float64("duration", d.Seconds()),
-		slog.String("remote", ctx.RemoteAddr().String()),
+		slog.String("remote", remote.String()),
 		{},
 	}
 	n := len(attrs) - 1

@@ -146,3 +146,42 @@ routes:
 		}
 	})
 }
+
+// TestStreamedResponseLogged checks that a response whose body streams is
+// logged, once its body has been sent, with its own request id, although
+// its engine has served the connection's next request meanwhile.
+func TestStreamedResponseLogged(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		big := strings.Repeat("x", 256<<10) // streamed, not read whole
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/big" {
+				w.Header().Set("Content-Length", fmt.Sprint(len(big)))
+				_, _ = io.WriteString(w, big)
+				return
+			}
+			fmt.Fprint(w, "small")
+		})
+		gw, logs := startObserved(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: api, upstream: up}
+`, engine, up.URL))
+		c := newClient(t)
+		if r := do(t, c, "GET", gw.URL+"/big", http.Header{"X-Request-Id": {"streamed"}}, nil); len(r.Body) != len(big) {
+			t.Fatalf("body of %d bytes, want %d", len(r.Body), len(big))
+		}
+		do(t, c, "GET", gw.URL+"/small", http.Header{"X-Request-Id": {"next"}}, nil)
+		byID := map[any]map[string]any{}
+		for _, l := range logs.requests(t, 2) {
+			byID[l["request_id"]] = l
+		}
+		if l := byID["streamed"]; l == nil || l["path"] != "/big" || l["bytes_out"] != float64(len(big)) {
+			t.Errorf("log lines %v, want one for request streamed, /big, %d bytes out", byID, len(big))
+		}
+		if l := byID["next"]; l == nil || l["path"] != "/small" {
+			t.Errorf("log lines %v, want one for request next, /small", byID)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ type observation struct {
 	bytesIn, bytesOut int64
 	// coalesced: the request was answered with another's response.
 	coalesced bool
+	// remote is the client's address, when it must be read before the
+	// request is recorded (see detached); nil: the request's own.
+	remote net.Addr
 }
 
 // hdrRequestID is requestid.Header in fasthttp's canonical form.
