@@ -67,10 +67,11 @@ func (m *Metrics) ForgetRoute(route string) {
 	})
 }
 
-// Route records the requests and rate-limit decisions of one route: the
-// same series as Metrics.Request and those of the decisions, with the
-// route's label values looked up once, when it is made, and its counter of
-// served requests once per status code, so that recording hashes nothing.
+// Route records the requests, rate-limit decisions and fallback answers of
+// one route: the same series as Metrics.Request and those of the decisions
+// and answers, with the route's label values looked up once, when it is
+// made, and its counters of served requests and of fallback answers once
+// per status code and per level, so that recording hashes nothing.
 // Every method of a nil *Route does nothing.
 type Route struct {
 	m                 *Metrics
