@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // The levels of a route's fallback before its static answer (see
@@ -78,6 +79,7 @@ func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fast
 	}
 	x.releasePrev() // the failed attempt's response
 	x.prev = fresp
+	x.rt.metrics.Fallback(telemetry.FallbackUpstream)
 	_, reason := answer.Classify(err)
 	return fresp, nil, "fallback:upstream:" + reason
 }
@@ -106,5 +108,6 @@ func answerLastGood(ctx *fasthttp.RequestCtx, rt *route, key string, resp *fasth
 	}
 	_, reason := answer.Classify(err)
 	writeLastGood(ctx, sr, age, rt.rules)
+	rt.metrics.Fallback(telemetry.FallbackLastGood)
 	return "fallback:last_good:" + reason, true
 }

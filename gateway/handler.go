@@ -198,6 +198,7 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 	retryAfter, _ := answer.RetryAfter(err)
 	if static {
 		writeFallback(ctx, rt.life.fallback)
+		rt.metrics.Fallback(telemetry.FallbackStatic)
 		return "fallback:" + reason
 	}
 	writeError(ctx, code, reason, retryAfter)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -29,6 +30,8 @@ type lastGood struct {
 	m     map[string]*goodAnswer
 	head  goodAnswer // sentinel of a circular list, most recently used first
 	bytes int        // the sizes of the answers in m
+
+	evictions atomic.Uint64 // answers dropped to make room for others
 }
 
 // goodAnswer is one answer kept, in the LRU list.
@@ -97,6 +100,7 @@ func (l *lastGood) keep(key string, sr *sharedResponse) {
 	}
 	for len(l.m) >= l.maxEntries || l.bytes+size > l.maxBytes {
 		l.remove(l.head.prev)
+		l.evictions.Add(1)
 	}
 	e := &goodAnswer{key: key, sr: sr, at: now, size: size}
 	l.m[key] = e
