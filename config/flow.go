@@ -98,7 +98,8 @@ type Shares struct {
 }
 
 // LastGood keeps the last good answer to each GET request of a route, for
-// a fallback. A good answer is a 2xx but 206, read whole by the gateway
+// a fallback; a GET with a body (which is not in the key) neither keeps
+// nor gets one. A good answer is a 2xx but 206, read whole by the gateway
 // (not streamed), that may be shared: no Set-Cookie, no Cache-Control
 // private or no-store, no Vary: *. Requests are the same when their
 // method, host, path and query, Accept, Accept-Encoding, credentials

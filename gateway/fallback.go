@@ -15,11 +15,13 @@ import (
 // on the goroutine engine; the loops hand their routes over (loopFlow).
 
 // lastGoodKey returns the key of the request req for the route's last
-// good answers, "" when the route keeps none or req is not a GET. It is
-// taken before the request is prepared for its upstream, which changes its
-// Host; limitKey is its rate-limit key.
-func (lc *lifecycle) lastGoodKey(req *fasthttp.RequestHeader, limitKey string) string {
-	if lc.flow.lastGood == nil || !req.IsGet() {
+// good answers, "" when the route keeps none, req is not a GET or it has a
+// body (hasBody): the body is not in the key, and the answer to one body
+// must not go to a request with another. It is taken before the request
+// is prepared for its upstream, which changes its Host; limitKey is its
+// rate-limit key.
+func (lc *lifecycle) lastGoodKey(req *fasthttp.RequestHeader, limitKey string, hasBody bool) string {
+	if lc.flow.lastGood == nil || !req.IsGet() || hasBody {
 		return ""
 	}
 	return coalescingKey(req, limitKey, nil)
