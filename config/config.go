@@ -294,7 +294,9 @@ type Policies struct {
 	// X-Api-Key, X-Auth-Token, X-Access-Token, the route's rate-limit key
 	// (so a route limited per client IP coalesces each client's requests
 	// only) and the headers in CoalesceVary. An answer with Set-Cookie,
-	// Cache-Control private or no-store, or Vary: * is never shared, nor
+	// Cache-Control private or no-store, Vary: * or a Vary naming an
+	// X-Forwarded-* header (the gateway sets them per client) is never
+	// shared, nor
 	// one whose Vary names a header that differs: each request that was
 	// waiting for it goes upstream itself. Default false.
 	Coalesce bool `yaml:"coalesce"`

@@ -101,7 +101,8 @@ type Shares struct {
 // a fallback; a GET with a body (which is not in the key) neither keeps
 // nor gets one. A good answer is a 2xx but 206, read whole by the gateway
 // (not streamed), that may be shared: no Set-Cookie, no Cache-Control
-// private or no-store, no Vary: *. Requests are the same when their
+// private or no-store, no Vary: * nor a Vary naming an X-Forwarded-*
+// header (the gateway sets them per client). Requests are the same when their
 // method, host, path and query, Accept, Accept-Encoding, credentials
 // (Authorization, Cookie, X-Api-Key, X-Auth-Token, X-Access-Token) and
 // rate-limit key are, and the headers the answer's Vary names: an answer
