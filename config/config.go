@@ -443,7 +443,9 @@ type Fallback struct {
 	// Upstream names another upstream the request is sent to, once, when
 	// the route's own cannot answer: its answer is given unless it is a
 	// 5xx or the upstream cannot be reached. Only a request that may be
-	// sent twice (an idempotent method, a body kept in memory) goes there.
+	// sent twice (an idempotent method, a body kept in memory) goes there,
+	// and not while its health checks or passive health (five failures in
+	// a row) have the chosen target out: the next levels answer at once.
 	// It is not the route's upstream, and not with coalesce (nor is
 	// LastGood). Default: none.
 	Upstream string `yaml:"upstream"`

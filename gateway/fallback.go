@@ -34,20 +34,28 @@ func (lc *lifecycle) lastGoodKey(req *fasthttp.RequestHeader, limitKey string, h
 // reached; then the failure stands, and the next levels see it. When it
 // answered, the reason returned, for the log, names the level and the
 // failure ("fallback:upstream:timeout"). The attempt passes the target's
-// passive health, not the route's policies, which guard the route's own
-// upstream; it is bounded by that upstream's response_header_timeout and
-// the route's timeout, and cut when the client leaves.
+// active and passive health, not the route's policies, which guard the
+// route's own upstream. A target they took out is not tried: unlike the
+// route's own targets, tried anyway when every one is out, the failure is
+// already there and the next levels answer at once. The attempt is bounded
+// by that upstream's response_header_timeout and the route's timeout, and
+// cut when the client leaves.
 func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fasthttp.Response, error, string) {
 	p := x.rt.life.flow.fallbackTo
 	if p == nil || err == nil || x.final {
 		return resp, err, ""
 	}
 	t := p.choose(nil)
+	if !t.healthy.Load() {
+		return resp, err, ""
+	}
 	var permit sluice.Permit
 	if t.passive != nil {
-		if pm, perr := t.passive.Acquire(context.Background()); perr == nil {
-			permit = pm
+		pm, perr := t.passive.Acquire(context.Background())
+		if perr != nil {
+			return resp, err, "" // taken out: the next levels answer at once
 		}
+		permit = pm
 	}
 	t.inflight.Add(1)
 	start := time.Now()
