@@ -195,9 +195,6 @@ func (v *validator) flow(path string, r *Route, c *Config) {
 		if p.Coalesce && (f.Upstream != "" || f.LastGood != nil) {
 			v.at(fp, "coalesced requests fall back to the static answer only: give either coalesce or the fallback's upstream and last_good")
 		}
-		if p.Coalesce && (f.Upstream != "" || f.LastGood != nil) {
-			v.at(fp, "coalesced requests fall back to the static answer only: give either coalesce or the fallback's upstream and last_good")
-		}
 		if lg := f.LastGood; lg != nil {
 			lp := fp + ".last_good"
 			v.duration(lp+".max_age", lg.MaxAge, MinDuration, MaxDuration)
