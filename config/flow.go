@@ -69,7 +69,9 @@ type Priority struct {
 	// From says where a request's class comes from: "route" (default:
 	// every request has the Default class) or "header:NAME" (the class
 	// that Values maps the header's value to; Default when the header is
-	// absent or its value is not mapped). NAME is an RFC 9110 token.
+	// absent or its value is not mapped; the least important class of its
+	// values when it is sent more than once, best_effort past eight
+	// values). NAME is an RFC 9110 token.
 	From string `yaml:"from"`
 	// Default is the class of a request From gives none: "critical",
 	// "normal" (default) or "best_effort".
