@@ -108,7 +108,9 @@ type Shares struct {
 // method, host, path and query, Accept, Accept-Encoding, credentials
 // (Authorization, Cookie, X-Api-Key, X-Auth-Token, X-Access-Token) and
 // rate-limit key are, and the headers the answer's Vary names: an answer
-// is never given to another caller.
+// is never given to another caller. A reload keeps the answers while these
+// settings and the route's upstream, its targets, the route's rewrite,
+// request headers, preserve_host and rate-limit key are unchanged.
 type LastGood struct {
 	// MaxAge is how long an answer may be given after it was received.
 	// Default 1m.
