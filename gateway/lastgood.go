@@ -44,6 +44,10 @@ type goodAnswer struct {
 // its entry, its map slot and its response's fields.
 const goodAnswerOverhead = 256
 
+// stringOverhead is what a string is counted for beyond its bytes: its
+// header in the slice that holds it.
+const stringOverhead = 16
+
 func newLastGood(lc *config.LastGood, c clock.Clock) *lastGood {
 	l := &lastGood{maxAge: int64(lc.MaxAge.D()), maxEntries: lc.MaxEntries, maxBytes: lc.MaxBytes,
 		clock: c, m: map[string]*goodAnswer{}}
@@ -85,6 +89,9 @@ func (l *lastGood) keep(key string, sr *sharedResponse) {
 	size := goodAnswerOverhead + len(key) + len(sr.body) + len(sr.varied)
 	for _, kv := range sr.headers {
 		size += len(kv[0]) + len(kv[1])
+	}
+	for _, name := range sr.vary {
+		size += len(name) + stringOverhead // kept apart from the Vary header
 	}
 	now := l.clock.Nanotime()
 	l.mu.Lock()
