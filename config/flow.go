@@ -104,8 +104,9 @@ type Shares struct {
 // nor gets one. A good answer is a 2xx but 206, read whole by the gateway
 // (not streamed), that may be shared: no Set-Cookie, no Cache-Control
 // private or no-store, no Vary: * nor a Vary naming an X-Forwarded-*
-// header (the gateway sets them per client). Requests are the same when their
-// method, host, path and query, Accept, Accept-Encoding, credentials
+// header (the gateway sets them per client), to a request without
+// Cache-Control no-store. Requests are the same when their method, host,
+// path and query, Accept, Accept-Encoding, credentials
 // (Authorization, Cookie, X-Api-Key, X-Auth-Token, X-Access-Token) and
 // rate-limit key are, and the headers the answer's Vary names: an answer
 // is never given to another caller. A reload keeps the answers while these

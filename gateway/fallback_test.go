@@ -218,3 +218,32 @@ routes:
 		}
 	})
 }
+
+// TestFallbackHonoursRequestNoStore checks, on both engines, that an
+// answer to a request with Cache-Control: no-store (RFC 9111 section
+// 5.2.1.5: no cache stores any part of it or of its answer) is not kept
+// for the last-good level. (It was kept, and given again.)
+func TestFallbackHonoursRequestNoStore(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		primary := startSwitchable(t, "primary")
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: r
+    upstream: up
+    policies:
+      fallback: {last_good: {}}
+`, engine, primary.URL))
+		c := newClient(t)
+		h := http.Header{"Authorization": {"alice"}, "Cache-Control": {"no-cache, No-Store"}}
+		if res := do(t, c, "GET", tg.URL+"/a", h, nil); res.Code != 200 {
+			t.Fatalf("primary up: %d %q", res.Code, res.Body)
+		}
+		primary.failing.Store(true)
+		if res := do(t, c, "GET", tg.URL+"/a", http.Header{"Authorization": {"alice"}}, nil); res.Code != 503 || res.Body != "primary down\n" {
+			t.Errorf("after an answer to a no-store request: %d %q, want the upstream's own 503", res.Code, res.Body)
+		}
+	})
+}

@@ -57,13 +57,20 @@ func newLastGood(lc *config.LastGood, c clock.Clock) *lastGood {
 
 // keepable returns resp, the answer to the GET request req, as an answer
 // to keep, or nil when it is not one: not a 2xx or a 206, streamed rather
-// than read whole, or private (see sharedResponse.note). The gateway's
+// than read whole, private (see sharedResponse.note), or the answer to a
+// request whose Cache-Control says no-store (RFC 9111 section 5.2.1.5;
+// or private, which no request says, taken alike). The gateway's
 // own RateLimit headers, which belong to the request that got the answer,
 // are not kept.
 func keepable(resp *fasthttp.Response, req *fasthttp.RequestHeader) *sharedResponse {
 	code := resp.StatusCode()
 	if code < 200 || code > 299 || code == fasthttp.StatusPartialContent || resp.BodyStream() != nil || !req.IsGet() {
 		return nil
+	}
+	for _, v := range req.PeekAll("Cache-Control") {
+		if privateCacheControl(v) {
+			return nil
+		}
 	}
 	sr := &sharedResponse{status: code}
 	conn := resp.Header.Peek("Connection")
