@@ -125,7 +125,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	if watched {
 		x.watch.arm(ctx.Conn())
 	}
-	goodKey := rt.life.lastGoodKey(&ctx.Request.Header, limitKey)
+	goodKey := rt.life.lastGoodKey(&ctx.Request.Header, limitKey, x.body != nil || x.stream != nil)
 	resp, err := x.run()
 	resp, err, fellBack := x.toFallbackUpstream(resp, err)
 	if watched {
