@@ -409,7 +409,9 @@ type Policies struct {
 	// X-Api-Key, X-Auth-Token, X-Access-Token, the route's rate-limit key
 	// (so a route limited per client IP coalesces each client's requests
 	// only) and the headers in CoalesceVary. An answer with Set-Cookie,
-	// Cache-Control private or no-store, or Vary: * is never shared, nor
+	// Cache-Control private or no-store, Vary: * or a Vary naming an
+	// X-Forwarded-* header (the gateway sets them per client) is never
+	// shared, nor
 	// one whose Vary names a header that differs: each request that was
 	// waiting for it goes upstream itself. Default false.
 	Coalesce bool `yaml:"coalesce"`
@@ -556,7 +558,9 @@ type Fallback struct {
 	// Upstream names another upstream the request is sent to, once, when
 	// the route's own cannot answer: its answer is given unless it is a
 	// 5xx or the upstream cannot be reached. Only a request that may be
-	// sent twice (an idempotent method, a body kept in memory) goes there.
+	// sent twice (an idempotent method, a body kept in memory) goes there,
+	// and not while its health checks or passive health (five failures in
+	// a row) have the chosen target out: the next levels answer at once.
 	// It is not the route's upstream, and not with coalesce (nor is
 	// LastGood). Default: none.
 	Upstream string `yaml:"upstream"`

@@ -69,7 +69,9 @@ type Priority struct {
 	// From says where a request's class comes from: "route" (default:
 	// every request has the Default class) or "header:NAME" (the class
 	// that Values maps the header's value to; Default when the header is
-	// absent or its value is not mapped). NAME is an RFC 9110 token.
+	// absent or its value is not mapped; the least important class of its
+	// values when it is sent more than once, best_effort past eight
+	// values). NAME is an RFC 9110 token.
 	From string `yaml:"from"`
 	// Default is the class of a request From gives none: "critical",
 	// "normal" (default) or "best_effort".
@@ -98,13 +100,18 @@ type Shares struct {
 }
 
 // LastGood keeps the last good answer to each GET request of a route, for
-// a fallback. A good answer is a 2xx but 206, read whole by the gateway
+// a fallback; a GET with a body (which is not in the key) neither keeps
+// nor gets one. A good answer is a 2xx but 206, read whole by the gateway
 // (not streamed), that may be shared: no Set-Cookie, no Cache-Control
-// private or no-store, no Vary: *. Requests are the same when their
-// method, host, path and query, Accept, Accept-Encoding, credentials
+// private or no-store, no Vary: * nor a Vary naming an X-Forwarded-*
+// header (the gateway sets them per client), to a request without
+// Cache-Control no-store. Requests are the same when their method, host,
+// path and query, Accept, Accept-Encoding, credentials
 // (Authorization, Cookie, X-Api-Key, X-Auth-Token, X-Access-Token) and
 // rate-limit key are, and the headers the answer's Vary names: an answer
-// is never given to another caller.
+// is never given to another caller. A reload keeps the answers while these
+// settings and the route's upstream, its targets, the route's rewrite,
+// request headers, preserve_host and rate-limit key are unchanged.
 type LastGood struct {
 	// MaxAge is how long an answer may be given after it was received.
 	// Default 1m.
@@ -189,9 +196,6 @@ func (v *validator) flow(path string, r *Route, c *Config) {
 			v.at(fp+".upstream", "no upstream named %q", f.Upstream)
 		case f.Upstream == r.Upstream:
 			v.at(fp+".upstream", "%q is the route's own upstream: a fallback needs another", f.Upstream)
-		}
-		if p.Coalesce && (f.Upstream != "" || f.LastGood != nil) {
-			v.at(fp, "coalesced requests fall back to the static answer only: give either coalesce or the fallback's upstream and last_good")
 		}
 		if p.Coalesce && (f.Upstream != "" || f.LastGood != nil) {
 			v.at(fp, "coalesced requests fall back to the static answer only: give either coalesce or the fallback's upstream and last_good")

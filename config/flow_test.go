@@ -141,3 +141,15 @@ func TestFlowAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowCoalesceRefusedOnce checks that a fallback's levels beside
+// coalesce are reported once. (They were reported twice.)
+func TestFlowCoalesceRefusedOnce(t *testing.T) {
+	_, err := config.Parse("c.yaml", []byte(two+"    policies: {coalesce: true, fallback: {upstream: b, last_good: {}}}\n"))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if n := strings.Count(err.Error(), "coalesced requests fall back"); n != 1 {
+		t.Errorf("reported %d times, want once:\n%v", n, err)
+	}
+}

@@ -25,12 +25,13 @@ var errTooLargeToShare = &answerError{msg: "gateway: response too large to share
 //
 // The first request's answer goes to the requests that joined its call
 // unless sharedResponse.sharesWith refuses it: the answer is private
-// (Set-Cookie, Cache-Control private or no-store, Vary: *) or varies by a
-// header in which they differ. Each of those then runs the chain itself,
-// once, as if it had not coalesced: a refused answer costs one upstream call
-// per request that was waiting for it, never more, and requests that arrive
-// later start a call of their own. The first request sends a private answer
-// as it would without coalescing, streamed and of any size.
+// (Set-Cookie, Cache-Control private or no-store, Vary: * or X-Forwarded-*)
+// or varies by a header in which they differ. Each of those then runs the
+// chain itself, once, as if it had not coalesced: a refused answer costs
+// one upstream call per request that was waiting for it, never more, and
+// requests that arrive later start a call of their own. The first request
+// sends a private answer as it would without coalescing, streamed and of
+// any size.
 func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, limitKey string) string {
 	var (
 		led bool               // this request's function ran: it made the call

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // The levels of a route's fallback before its static answer (see
@@ -15,11 +16,13 @@ import (
 // on the goroutine engine; the loops hand their routes over (loopFlow).
 
 // lastGoodKey returns the key of the request req for the route's last
-// good answers, "" when the route keeps none or req is not a GET. It is
-// taken before the request is prepared for its upstream, which changes its
-// Host; limitKey is its rate-limit key.
-func (lc *lifecycle) lastGoodKey(req *fasthttp.RequestHeader, limitKey string) string {
-	if lc.flow.lastGood == nil || !req.IsGet() {
+// good answers, "" when the route keeps none, req is not a GET or it has a
+// body (hasBody): the body is not in the key, and the answer to one body
+// must not go to a request with another. It is taken before the request
+// is prepared for its upstream, which changes its Host; limitKey is its
+// rate-limit key.
+func (lc *lifecycle) lastGoodKey(req *fasthttp.RequestHeader, limitKey string, hasBody bool) string {
+	if lc.flow.lastGood == nil || !req.IsGet() || hasBody {
 		return ""
 	}
 	return coalescingKey(req, limitKey, nil)
@@ -32,20 +35,28 @@ func (lc *lifecycle) lastGoodKey(req *fasthttp.RequestHeader, limitKey string) s
 // reached; then the failure stands, and the next levels see it. When it
 // answered, the reason returned, for the log, names the level and the
 // failure ("fallback:upstream:timeout"). The attempt passes the target's
-// passive health, not the route's policies, which guard the route's own
-// upstream; it is bounded by that upstream's response_header_timeout and
-// the route's timeout, and cut when the client leaves.
+// active and passive health, not the route's policies, which guard the
+// route's own upstream. A target they took out is not tried: unlike the
+// route's own targets, tried anyway when every one is out, the failure is
+// already there and the next levels answer at once. The attempt is bounded
+// by that upstream's response_header_timeout and the route's timeout, and
+// cut when the client leaves.
 func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fasthttp.Response, error, string) {
 	p := x.rt.life.flow.fallbackTo
 	if p == nil || err == nil || x.final {
 		return resp, err, ""
 	}
 	t := p.choose(nil)
+	if !t.healthy.Load() {
+		return resp, err, ""
+	}
 	var permit sluice.Permit
 	if t.passive != nil {
-		if pm, perr := t.passive.Acquire(context.Background()); perr == nil {
-			permit = pm
+		pm, perr := t.passive.Acquire(context.Background())
+		if perr != nil {
+			return resp, err, "" // taken out: the next levels answer at once
 		}
+		permit = pm
 	}
 	t.inflight.Add(1)
 	start := time.Now()
@@ -80,6 +91,7 @@ func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fast
 	}
 	x.releasePrev() // the failed attempt's response
 	x.prev = fresp
+	x.rt.metrics.Fallback(telemetry.FallbackUpstream)
 	_, reason := answer.Classify(err)
 	return fresp, nil, "fallback:upstream:" + reason
 }
@@ -108,5 +120,6 @@ func answerLastGood(ctx *fasthttp.RequestCtx, rt *route, key string, resp *fasth
 	}
 	_, reason := answer.Classify(err)
 	writeLastGood(ctx, sr, age, rt.rules)
+	rt.metrics.Fallback(telemetry.FallbackLastGood)
 	return "fallback:last_good:" + reason, true
 }

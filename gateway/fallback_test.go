@@ -100,6 +100,9 @@ routes:
 		// not kept (they are not the route's).
 		primary.failing.Store(false)
 		check("primary up again", "GET", "/a", alice, 200, "primary /a alice")
+		// The backup failed five times in a row: its passive health took it
+		// out for five seconds.
+		tg.Clock.Advance(5 * time.Second)
 		primary.failing.Store(true)
 		backup.failing.Store(false)
 		check("primary down again: the backup", "GET", "/c", alice, 200, "backup /c alice")
@@ -165,6 +168,82 @@ routes:
 		res := get(t, newClient(t), tg.URL+"/a")
 		if res.Code != http.StatusBadGateway || res.errorBody(t).Error != "upstream_unreachable" {
 			t.Errorf("both unreachable: %d %s, want 502 upstream_unreachable", res.Code, res.Body)
+		}
+	})
+}
+
+// TestFallbackUpstreamPassiveHealth checks, on both engines, that the
+// fallback's upstream, once its passive health took it out (five failures
+// in a row), gets no more requests until its five seconds are over, then
+// one probe: a failing route must not wait on a fallback known to be down
+// with every request. (It got every one.)
+func TestFallbackUpstreamPassiveHealth(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		primary := startSwitchable(t, "primary")
+		backup := startSwitchable(t, "backup")
+		primary.failing.Store(true)
+		backup.failing.Store(true)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+  backup: {targets: ["%s"]}
+routes:
+  - name: r
+    upstream: up
+    policies:
+      fallback: {upstream: backup, status: 503, body: static}
+`, engine, primary.URL, backup.URL))
+		c := newClient(t)
+		send := func(n int) {
+			t.Helper()
+			for range n {
+				if res := get(t, c, tg.URL+"/a"); res.Code != 503 || res.Body != "static" {
+					t.Fatalf("both down: %d %q, want the static 503", res.Code, res.Body)
+				}
+			}
+		}
+		send(5)
+		if n := backup.calls.Load(); n != 5 {
+			t.Fatalf("the backup got %d requests of 5", n)
+		}
+		send(3)
+		if n := backup.calls.Load(); n != 5 {
+			t.Errorf("the backup, out after five failures, got %d more requests, want none", n-5)
+		}
+		tg.Clock.Advance(5 * time.Second)
+		send(1)
+		if n := backup.calls.Load(); n != 6 {
+			t.Errorf("after its five seconds out, the backup got %d requests, want 6 (one probe)", n)
+		}
+	})
+}
+
+// TestFallbackHonoursRequestNoStore checks, on both engines, that an
+// answer to a request with Cache-Control: no-store (RFC 9111 section
+// 5.2.1.5: no cache stores any part of it or of its answer) is not kept
+// for the last-good level. (It was kept, and given again.)
+func TestFallbackHonoursRequestNoStore(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		primary := startSwitchable(t, "primary")
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: r
+    upstream: up
+    policies:
+      fallback: {last_good: {}}
+`, engine, primary.URL))
+		c := newClient(t)
+		h := http.Header{"Authorization": {"alice"}, "Cache-Control": {"no-cache, No-Store"}}
+		if res := do(t, c, "GET", tg.URL+"/a", h, nil); res.Code != 200 {
+			t.Fatalf("primary up: %d %q", res.Code, res.Body)
+		}
+		primary.failing.Store(true)
+		if res := do(t, c, "GET", tg.URL+"/a", http.Header{"Authorization": {"alice"}}, nil); res.Code != 503 || res.Body != "primary down\n" {
+			t.Errorf("after an answer to a no-store request: %d %q, want the upstream's own 503", res.Code, res.Body)
 		}
 	})
 }

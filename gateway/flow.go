@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/valyala/fasthttp"
 
@@ -14,7 +15,7 @@ import (
 // flowPolicies are a route's hedging and the levels of its fallback, with
 // the settings they were built from: a reload keeps the hedge (its latency
 // window and budget) and the last good answers while their settings are
-// unchanged.
+// unchanged (and, for the answers, the route's source: see sameSource).
 type flowPolicies struct {
 	hedgeCfg    *config.Hedge
 	hedge       *hedge.Policy // nil without hedging
@@ -96,4 +97,32 @@ func buildHedge(hc *config.Hedge, g *Gateway) (*hedge.Policy, *retry.Budget, err
 		return nil, nil, err
 	}
 	return h, budget, nil
+}
+
+// sameSource reports whether the route rc, sent to pool pl, asks the same
+// upstream the same way as old: the same upstream and targets, the same
+// rewrite, request headers and Host, and the same rate-limit key (part of
+// the last good answers' key). A reload keeps a route's last good answers
+// only then: another source's answers are not the route's.
+func sameSource(old *route, rc *config.Route, pl *pool) bool {
+	o := old.cfg
+	return o.Upstream == rc.Upstream && slices.Equal(old.pool.cfg.Targets, pl.cfg.Targets) &&
+		reflect.DeepEqual(o.Rewrite, rc.Rewrite) && reflect.DeepEqual(requestEdit(o), requestEdit(rc)) &&
+		o.PreserveHost == rc.PreserveHost && rateKey(o) == rateKey(rc)
+}
+
+// requestEdit returns rc's changes to its requests' headers, nil without.
+func requestEdit(rc *config.Route) *config.HeaderEdit {
+	if rc.Headers == nil {
+		return nil
+	}
+	return &rc.Headers.Request
+}
+
+// rateKey returns the key of rc's rate limit, "" without one.
+func rateKey(rc *config.Route) string {
+	if rc.Policies.RateLimit == nil {
+		return ""
+	}
+	return rc.Policies.RateLimit.Key
 }

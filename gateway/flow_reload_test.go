@@ -53,3 +53,46 @@ func TestReloadKeepsFlowState(t *testing.T) {
 		check("after a reload that changed both", 0, 0)
 	})
 }
+
+// TestReloadDropsLastGoodOfAnotherSource checks, on both engines, that a
+// reload that sends the route elsewhere (another upstream, other targets,
+// another rewrite or request headers, another rate-limit key) starts its
+// last good answers afresh, as it keeps them through one that does not
+// (the timeout): an answer from the old source is not the route's any
+// more. (The old upstream's answer was given for the new one.)
+func TestReloadDropsLastGoodOfAnotherSource(t *testing.T) {
+	const cfg = `
+server: {engine: %s}
+upstreams:
+  one: {targets: ["%s"]}
+  two: {targets: ["%s"]}
+routes:
+  - name: r
+    upstream: %s
+    policies:
+      timeout: %s
+      fallback: {last_good: {}}
+`
+	forEngines(t, func(t *testing.T, engine string) {
+		one := startSwitchable(t, "one")
+		two := startSwitchable(t, "two")
+		two.failing.Store(true)
+		tg := startGateway(t, parseConfig(t, cfg, engine, one.URL, two.URL, "one", "10s"))
+		c := newClient(t)
+		if res := get(t, c, tg.URL+"/a"); res.Code != 200 || res.Body != "one /a " {
+			t.Fatalf("first request: %d %q", res.Code, res.Body)
+		}
+		if err := tg.Apply(parseConfig(t, cfg, engine, one.URL, two.URL, "one", "20s")); err != nil {
+			t.Fatal(err)
+		}
+		if n := tg.routeStatus(t, "r").LastGood; n != 1 {
+			t.Errorf("after a reload that changed the timeout: %d last good answers, want 1", n)
+		}
+		if err := tg.Apply(parseConfig(t, cfg, engine, one.URL, two.URL, "two", "20s")); err != nil {
+			t.Fatal(err)
+		}
+		if res := get(t, c, tg.URL+"/a"); res.Code != 503 || res.Body != "two down\n" {
+			t.Errorf("routed to another upstream, failing: %d %q, want its own 503", res.Code, res.Body)
+		}
+	})
+}

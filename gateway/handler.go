@@ -134,7 +134,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	if watched {
 		x.watch.arm(ctx.Conn())
 	}
-	goodKey := rt.life.lastGoodKey(&ctx.Request.Header, limitKey)
+	goodKey := rt.life.lastGoodKey(&ctx.Request.Header, limitKey, x.body != nil || x.stream != nil)
 	resp, err := x.run()
 	resp, err, fellBack := x.toFallbackUpstream(resp, err)
 	if watched {
@@ -209,6 +209,7 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 	retryAfter, _ := answer.RetryAfter(err)
 	if static {
 		writeFallback(ctx, rt.life.fallback)
+		rt.metrics.Fallback(telemetry.FallbackStatic)
 		return "fallback:" + reason
 	}
 	writeError(ctx, code, reason, retryAfter)

@@ -115,11 +115,16 @@ func (h *reqHead) Path() []byte   { return h.path }
 func (h *reqHead) Method() []byte { return h.method }
 func (h *reqHead) Host() []byte   { return h.host }
 
-func (h *reqHead) Peek(name string) []byte {
+func (h *reqHead) Peek(name string) []byte { return h.PeekAt(name, 0) }
+
+func (h *reqHead) PeekAt(name string, i int) []byte {
 	for b := h.lines; len(b) > 0; {
 		k, v, rest, _ := headerLine(b)
 		if equalName(k, name) {
-			return v
+			if i == 0 {
+				return v
+			}
+			i--
 		}
 		b = rest
 	}

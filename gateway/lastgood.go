@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -29,6 +30,8 @@ type lastGood struct {
 	m     map[string]*goodAnswer
 	head  goodAnswer // sentinel of a circular list, most recently used first
 	bytes int        // the sizes of the answers in m
+
+	evictions atomic.Uint64 // answers dropped to make room for others
 }
 
 // goodAnswer is one answer kept, in the LRU list.
@@ -44,6 +47,10 @@ type goodAnswer struct {
 // its entry, its map slot and its response's fields.
 const goodAnswerOverhead = 256
 
+// stringOverhead is what a string is counted for beyond its bytes: its
+// header in the slice that holds it.
+const stringOverhead = 16
+
 func newLastGood(lc *config.LastGood, c clock.Clock) *lastGood {
 	l := &lastGood{maxAge: int64(lc.MaxAge.D()), maxEntries: lc.MaxEntries, maxBytes: lc.MaxBytes,
 		clock: c, m: map[string]*goodAnswer{}}
@@ -53,13 +60,20 @@ func newLastGood(lc *config.LastGood, c clock.Clock) *lastGood {
 
 // keepable returns resp, the answer to the GET request req, as an answer
 // to keep, or nil when it is not one: not a 2xx or a 206, streamed rather
-// than read whole, or private (see sharedResponse.note). The gateway's
+// than read whole, private (see sharedResponse.note), or the answer to a
+// request whose Cache-Control says no-store (RFC 9111 section 5.2.1.5;
+// or private, which no request says, taken alike). The gateway's
 // own RateLimit headers, which belong to the request that got the answer,
 // are not kept.
 func keepable(resp *fasthttp.Response, req *fasthttp.RequestHeader) *sharedResponse {
 	code := resp.StatusCode()
 	if code < 200 || code > 299 || code == fasthttp.StatusPartialContent || resp.BodyStream() != nil || !req.IsGet() {
 		return nil
+	}
+	for _, v := range req.PeekAll("Cache-Control") {
+		if privateCacheControl(v) {
+			return nil
+		}
 	}
 	sr := &sharedResponse{status: code}
 	conn := resp.Header.Peek("Connection")
@@ -86,6 +100,9 @@ func (l *lastGood) keep(key string, sr *sharedResponse) {
 	for _, kv := range sr.headers {
 		size += len(kv[0]) + len(kv[1])
 	}
+	for _, name := range sr.vary {
+		size += len(name) + stringOverhead // kept apart from the Vary header
+	}
 	now := l.clock.Nanotime()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -97,6 +114,7 @@ func (l *lastGood) keep(key string, sr *sharedResponse) {
 	}
 	for len(l.m) >= l.maxEntries || l.bytes+size > l.maxBytes {
 		l.remove(l.head.prev)
+		l.evictions.Add(1)
 	}
 	e := &goodAnswer{key: key, sr: sr, at: now, size: size}
 	l.m[key] = e

@@ -129,3 +129,19 @@ func TestLastGoodBounds(t *testing.T) {
 		t.Errorf("an answer was withheld from a request with the same Accept-Language")
 	}
 }
+
+// TestLastGoodCountsVaryNames checks that the names an answer's Vary lists
+// count against max_bytes: each is kept apart from the header, so a Vary
+// of many short names costs more than its bytes in the header. (They were
+// not counted: an answer of 40 bytes of headers and 3000 names was counted
+// for its header alone.)
+func TestLastGoodCountsVaryNames(t *testing.T) {
+	l := newLastGood(&config.LastGood{MaxAge: config.Duration(time.Minute), MaxEntries: 10, MaxBytes: 1 << 20}, clock.NewFake(time.Time{}))
+	vary := strings.Repeat("a,", 3000) + "a"
+	sr := keepable(response(200, "", "Vary", vary), getRequest())
+	l.keep("k", sr)
+	_, b := l.len()
+	if min := len(vary) + len(sr.vary)*16; b < min {
+		t.Errorf("an answer varying by %d names counted for %d bytes, want at least %d", len(sr.vary), b, min)
+	}
+}

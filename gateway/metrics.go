@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"github.com/sluicehq/sluice/concurrency"
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -28,6 +30,7 @@ func (g *Gateway) live() telemetry.Live {
 				rs.Retry.BudgetRefused = b.Refused()
 			}
 		}
+		liveFlow(&rs, r)
 		l.Routes = append(l.Routes, rs)
 	}
 	for name, p := range st.pools {
@@ -40,6 +43,31 @@ func (g *Gateway) live() telemetry.Live {
 		}
 	}
 	return l
+}
+
+// liveFlow fills in rs the state of r's hedging, last-good fallback,
+// priority classes and coalescing group.
+func liveFlow(rs *telemetry.RouteState, r *route) {
+	p := r.policies
+	if h := p.flow.hedge; h != nil {
+		hs := h.Stats()
+		rs.Hedge = &telemetry.HedgeState{Requests: hs.Calls, Sent: hs.Hedges, Won: hs.Wins, BudgetRefused: hs.Denied}
+	}
+	if lg := p.flow.lastGood; lg != nil {
+		n, size := lg.len()
+		rs.LastGood = &telemetry.LastGoodState{Entries: n, Bytes: size, Evictions: lg.evictions.Load()}
+	}
+	if p.prio != nil && p.adaptive != nil {
+		rs.Classes = make([]telemetry.ClassState, len(config.PriorityClasses))
+		for c, name := range config.PriorityClasses {
+			pc := concurrency.Priority(c)
+			rs.Classes[c] = telemetry.ClassState{Name: name, InFlight: p.adaptive.InFlightOf(pc), Rejected: p.adaptive.RejectedOf(pc)}
+		}
+	}
+	if g := r.life.group; g != nil {
+		gs := g.Stats()
+		rs.Coalesce = &telemetry.CoalesceState{Leaders: gs.Calls, Followers: gs.Shared}
+	}
 }
 
 // forgetRemoved deletes the metrics of the routes and targets of old that

@@ -55,6 +55,10 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	if err != nil {
 		return nil, err
 	}
+	if p.flow.lastGood != nil && old != nil && !sameSource(old, rc, r.pool) {
+		// p.flow is the new route's own: its answers start afresh.
+		p.flow.lastGood = newLastGood(p.flow.lastGoodCfg, g.clock)
+	}
 	r.metrics = g.metrics.Route(rc.Name) // once built: its series exist from now on
 	r.policies = p
 	r.life = newLifecycle(p, r.pool, rc.Policies.Fallback, g.clock)

@@ -46,17 +46,36 @@ func (p *priorities) of(req request) context.Context {
 	return p.ctxs[p.class(req)]
 }
 
+// maxPriorityValues bounds the values of a priority header read: a
+// request with more is best effort.
+const maxPriorityValues = 8
+
 // class returns req's class: the one its header's value maps to, else the
-// default.
+// default. A header sent more than once gives the least important class
+// of its values (an unmapped one counting as the default), so that a
+// client that adds its own before a proxy's cannot raise its class.
 func (p *priorities) class(req request) concurrency.Priority {
-	if p.header != "" {
-		if v := req.Peek(p.header); v != nil {
-			if c, ok := p.values[string(v)]; ok { // no allocation: a map index by string(bytes)
-				return c
-			}
-		}
+	if p.header == "" {
+		return p.def
 	}
-	return p.def
+	class := concurrency.Critical
+	for i := range maxPriorityValues + 1 {
+		v := req.PeekAt(p.header, i)
+		switch {
+		case v == nil && i == 0:
+			return p.def
+		case v == nil:
+			return class
+		case i == maxPriorityValues:
+			return concurrency.BestEffort
+		}
+		c, ok := p.values[string(v)] // no allocation: a map index by string(bytes)
+		if !ok {
+			c = p.def
+		}
+		class = max(class, c)
+	}
+	return class
 }
 
 // classNamed returns the class config.PriorityClasses names name; the

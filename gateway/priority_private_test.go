@@ -43,3 +43,45 @@ func TestPriorityClass(t *testing.T) {
 		}
 	}
 }
+
+// TestPriorityRepeatedHeader checks, for the request readers of both
+// engines (fasthttp's for the goroutine engine, reqHead for the loops),
+// that a priority header sent more than once gives the least important
+// class of its values, an unmapped value counting as the default: a client
+// that adds its own header before the one a proxy appends cannot raise its
+// class. (The first value won: "gold" before a proxy's "free" was
+// critical.)
+func TestPriorityRepeatedHeader(t *testing.T) {
+	p := newPriorities(&config.Priority{From: "header:X-Tier", Default: "normal",
+		Values: map[string]string{"gold": "critical", "free": "best_effort"}})
+	for _, tt := range []struct {
+		values []string
+		want   concurrency.Priority
+	}{
+		{[]string{"gold"}, concurrency.Critical},
+		{[]string{"gold", "free"}, concurrency.BestEffort},
+		{[]string{"free", "gold"}, concurrency.BestEffort},
+		{[]string{"gold", "gold"}, concurrency.Critical},
+		{[]string{"gold", "junk"}, concurrency.Normal},
+		{[]string{"gold", "gold", "gold", "gold", "gold", "gold", "gold", "gold", "gold", "gold"}, concurrency.BestEffort}, // past maxPriorityValues
+	} {
+		var req fasthttp.Request
+		head := "GET / HTTP/1.1\nHost: a:1\n"
+		for _, v := range tt.values {
+			req.Header.Add("X-Tier", v)
+			head += "x-tier: " + v + "\n"
+		}
+		var h reqHead
+		if !parseRequest(crlf(head+"\n"), &h) {
+			t.Fatalf("%q: refused", head)
+		}
+		for name, r := range map[string]request{"goroutine": fastRequest{&req}, "loop": &h} {
+			if got := p.class(r); got != tt.want {
+				t.Errorf("%s engine, X-Tier %q: class %v, want %v", name, tt.values, got, tt.want)
+			}
+			if n := testing.AllocsPerRun(10, func() { p.of(r) }); n != 0 {
+				t.Errorf("%s engine, X-Tier %q: %v allocations, want none", name, tt.values, n)
+			}
+		}
+	}
+}

@@ -45,6 +45,9 @@ type request interface {
 	Host() []byte
 	// Peek returns the value of header name (any case), nil when absent.
 	Peek(name string) []byte
+	// PeekAt returns the value of the i-th header name (any case; 0 is
+	// Peek's), nil when there are not that many.
+	PeekAt(name string, i int) []byte
 }
 
 // fastRequest is a request fasthttp parsed.
@@ -54,6 +57,13 @@ func (f fastRequest) Path() []byte            { return f.r.URI().Path() }
 func (f fastRequest) Method() []byte          { return f.r.Header.Method() }
 func (f fastRequest) Host() []byte            { return f.r.Header.Host() }
 func (f fastRequest) Peek(name string) []byte { return f.r.Header.Peek(name) }
+
+func (f fastRequest) PeekAt(name string, i int) []byte {
+	if vs := f.r.Header.PeekAll(name); i < len(vs) {
+		return vs[i]
+	}
+	return nil
+}
 
 func (m *matcher) matches(req request) bool {
 	if !bytes.HasPrefix(req.Path(), m.prefix) {

@@ -108,6 +108,12 @@ func (sr *sharedResponse) note(k, v []byte) {
 			case len(name) == 0:
 			case string(name) == "*":
 				sr.private = true // the answer depends on more than the request
+			case forwardedHeader(name):
+				// The gateway sets them from the client's address: the
+				// answer is the first client's alone. (A request refused
+				// before any attempt still has the client's own, which
+				// anyone may set to another's value.)
+				sr.private = true
 			default:
 				sr.vary = append(sr.vary, string(name))
 			}
@@ -117,8 +123,10 @@ func (sr *sharedResponse) note(k, v []byte) {
 
 // keepVaried records req's values of the headers the answer varies by. req
 // is the first request as it was sent upstream: a header the gateway
-// changed on the way (Host, X-Forwarded-For, the hop-by-hop ones) then
-// differs from every other request's, which only ever withholds the answer.
+// changed on the way (Host, the hop-by-hop ones) then differs from every
+// other request's, which only ever withholds the answer. (The X-Forwarded-*
+// ones, which a request not sent upstream has as its client set them,
+// make the answer private instead: see note.)
 func (sr *sharedResponse) keepVaried(req *fasthttp.RequestHeader) {
 	for _, h := range sr.vary {
 		sr.varied = appendValues(sr.varied, req, h)

@@ -22,6 +22,13 @@ func (q stdRequest) Method() []byte          { return []byte(q.r.Method) }
 func (q stdRequest) Host() []byte            { return []byte(q.r.Host) }
 func (q stdRequest) Peek(name string) []byte { return []byte(q.r.Header.Get(name)) }
 
+func (q stdRequest) PeekAt(name string, i int) []byte {
+	if vs := q.r.Header.Values(name); i < len(vs) {
+		return []byte(vs[i])
+	}
+	return nil
+}
+
 // stdPeer is the address of r's connection's other end.
 func stdPeer(r *http.Request) netip.Addr {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)

@@ -49,6 +49,7 @@ func TestForgetRoute(t *testing.T) {
 		r.Request(200, "", time.Millisecond)
 		r.Request(503, "circuit_open", time.Millisecond)
 		r.RateLimit(true)
+		r.Fallback(telemetry.FallbackStatic)
 	}
 	m.Request("gone", 404, "", time.Millisecond)
 	m.BreakerTransition("gone", breaker.Open)
@@ -60,6 +61,7 @@ func TestForgetRoute(t *testing.T) {
 	}
 	gone.Request(200, "", time.Millisecond) // in flight when the route went
 	gone.Request(502, "upstream_error", time.Millisecond)
+	gone.Fallback(telemetry.FallbackUpstream)
 	if s := series(t, reg); strings.Contains(s, "route=gone") {
 		t.Fatalf("a forgotten Route recorded again:\n%s", s)
 	}

@@ -29,6 +29,14 @@ type RouteState struct {
 	Concurrency *ConcurrencyState
 	// Retry, when not nil, is what the route's retry policy has done.
 	Retry *RetryState
+	// Hedge, LastGood and Coalesce, when not nil, are the state of the
+	// route's hedging, last-good fallback and coalescing group.
+	Hedge    *HedgeState
+	LastGood *LastGoodState
+	Coalesce *CoalesceState
+	// Classes are the priority classes of the route's adaptive
+	// concurrency limit, when it has them.
+	Classes []ClassState
 }
 
 // ConcurrencyState is the state of a concurrency limit (static or
@@ -86,6 +94,7 @@ type liveCollector struct {
 	routeInFlight, breakerState, concLimit, concQueued *prometheus.Desc
 	retries, budgetRefused                             *prometheus.Desc
 	targetHealthy, targetBreaker, targetInFlight       *prometheus.Desc
+	flow                                               flowDescs
 }
 
 func newLiveCollector() *liveCollector {
@@ -109,6 +118,7 @@ func newLiveCollector() *liveCollector {
 			"State of an upstream target's passive-health breaker as a state set: 1 for its current state, 0 for the others.", []string{"upstream", "target", "state"}, nil),
 		targetInFlight: prometheus.NewDesc("sluice_target_in_flight_requests",
 			"Attempts being sent to an upstream target now.", target, nil),
+		flow: newFlowDescs(),
 	}
 }
 
@@ -116,6 +126,9 @@ func newLiveCollector() *liveCollector {
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.routeInFlight, c.breakerState, c.concLimit, c.concQueued,
 		c.retries, c.budgetRefused, c.targetHealthy, c.targetBreaker, c.targetInFlight} {
+		ch <- d
+	}
+	for _, d := range c.flow.all() {
 		ch <- d
 	}
 }
@@ -133,7 +146,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	for _, r := range l.Routes {
+	for i := range l.Routes {
+		r := &l.Routes[i]
 		gauge(c.routeInFlight, float64(r.InFlight), r.Name)
 		if r.HasBreaker {
 			stateSet(gauge, c.breakerState, r.Breaker, r.Name)
@@ -146,6 +160,7 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.retries, rs.Retries, r.Name)
 			counter(c.budgetRefused, rs.BudgetRefused, r.Name)
 		}
+		c.flow.collect(r, gauge, counter)
 	}
 	for _, t := range l.Targets {
 		healthy := 0.0

@@ -21,7 +21,11 @@ import (
 var everyState = telemetry.Live{
 	Routes: []telemetry.RouteState{{Name: "infer", InFlight: 3, HasBreaker: true, Breaker: breaker.HalfOpen,
 		Concurrency: &telemetry.ConcurrencyState{Limit: 8, Queued: 2},
-		Retry:       &telemetry.RetryState{Retries: 5, BudgetRefused: 1}}},
+		Retry:       &telemetry.RetryState{Retries: 5, BudgetRefused: 1},
+		Hedge:       &telemetry.HedgeState{Requests: 40, Sent: 6, Won: 4, BudgetRefused: 2},
+		LastGood:    &telemetry.LastGoodState{Entries: 3, Bytes: 2048, Evictions: 7},
+		Classes:     []telemetry.ClassState{{Name: "critical", InFlight: 2, Rejected: 0}, {Name: "best_effort", InFlight: 0, Rejected: 9}},
+		Coalesce:    &telemetry.CoalesceState{Leaders: 10, Followers: 30}}},
 	Targets: []telemetry.TargetState{{Upstream: "models", URL: "http://127.0.0.1:8080", Healthy: true, Breaker: breaker.Open, InFlight: 1}},
 }
 
@@ -110,6 +114,7 @@ func exported(t *testing.T) map[string]documented {
 	m.Request("infer", 200, "", time.Millisecond)
 	r.Request(429, "rate_limited", time.Millisecond)
 	r.RateLimit(true)
+	r.Fallback(telemetry.FallbackLastGood)
 	m.BreakerTransition("infer", breaker.Open)
 	m.Reload(true, time.Now())
 	m.StoreEvictions().Add(1)

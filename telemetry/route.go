@@ -47,7 +47,7 @@ func (m *Metrics) BreakerTransition(route string, to breaker.State) {
 }
 
 // ForgetRoute deletes every series of route's events (requests, durations,
-// rate-limit decisions, breaker transitions): call it when a reload removed
+// rate-limit decisions, fallback answers, breaker transitions): call it when a reload removed
 // the route. A Route of that name made after starts from zero. See
 // Route.Forget.
 func (m *Metrics) ForgetRoute(route string) {
@@ -55,7 +55,7 @@ func (m *Metrics) ForgetRoute(route string) {
 		return
 	}
 	l := prometheus.Labels{"route": route}
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.requests, m.duration, m.rateLimit, m.breakerChanges} {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.requests, m.duration, m.rateLimit, m.fallbacks, m.breakerChanges} {
 		v.DeletePartialMatch(l)
 	}
 	m.durations.Delete(route)
@@ -67,10 +67,11 @@ func (m *Metrics) ForgetRoute(route string) {
 	})
 }
 
-// Route records the requests and rate-limit decisions of one route: the
-// same series as Metrics.Request and those of the decisions, with the
-// route's label values looked up once, when it is made, and its counter of
-// served requests once per status code, so that recording hashes nothing.
+// Route records the requests, rate-limit decisions and fallback answers of
+// one route: the same series as Metrics.Request and those of the decisions
+// and answers, with the route's label values looked up once, when it is
+// made, and its counters of served requests and of fallback answers once
+// per status code and per level, so that recording hashes nothing.
 // Every method of a nil *Route does nothing.
 type Route struct {
 	m                 *Metrics
@@ -78,7 +79,8 @@ type Route struct {
 	duration          prometheus.Observer
 	allowed, rejected prometheus.Counter
 	served            [maxCode + 1]atomic.Pointer[prometheus.Counter] // outcome "ok", by code
-	gone              atomic.Bool                                     // set by Forget
+	fallbacks         [len(fallbackLevels)]atomic.Pointer[prometheus.Counter]
+	gone              atomic.Bool // set by Forget
 }
 
 // maxCode is the largest status code a Route keeps a counter for at hand.
@@ -136,4 +138,33 @@ func (r *Route) RateLimit(allowed bool) {
 	} else {
 		r.rejected.Inc()
 	}
+}
+
+// FallbackLevel is the level of a route's fallback that answered a
+// request.
+type FallbackLevel int
+
+// The levels of a route's fallback, in the order they are tried.
+const (
+	FallbackUpstream FallbackLevel = iota // the fallback's upstream
+	FallbackLastGood                      // the last good answer kept
+	FallbackStatic                        // the static answer
+)
+
+// fallbackLevels are the label values of the levels.
+var fallbackLevels = [...]string{FallbackUpstream: "upstream", FallbackLastGood: "last_good", FallbackStatic: "static"}
+
+// Fallback records that level of the route's fallback answered a request.
+// A level's series exists once it has answered.
+func (r *Route) Fallback(level FallbackLevel) {
+	if r == nil || r.gone.Load() {
+		return
+	}
+	c := r.fallbacks[level].Load()
+	if c == nil {
+		counter := r.m.fallbacks.WithLabelValues(r.name, fallbackLevels[level])
+		c = &counter
+		r.fallbacks[level].Store(c)
+	}
+	(*c).Inc()
 }

@@ -32,6 +32,7 @@ type Metrics struct {
 	duration       *prometheus.HistogramVec
 	breakerChanges *prometheus.CounterVec
 	rateLimit      *prometheus.CounterVec
+	fallbacks      *prometheus.CounterVec
 	reloads        *prometheus.CounterVec
 	reloadOK       prometheus.Gauge
 	reloadAt       prometheus.Gauge
@@ -81,6 +82,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "sluice_ratelimit_decisions_total",
 			Help: "Rate-limit decisions, by route and decision (allowed, rejected).",
 		}, []string{"route", "decision"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_fallback_answers_total",
+			Help: "Requests a route's fallback answered, by route and level (upstream, last_good, static).",
+		}, []string{"route", "level"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_config_reloads_total",
 			Help: "Configuration reloads, by result (ok, error).",
@@ -107,7 +112,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		ConstLabels: prometheus.Labels{"version": build.Version, "goversion": build.GoVersion},
 	})
 	buildInfo.Set(1)
-	cs := []prometheus.Collector{m.requests, m.duration, m.breakerChanges, m.rateLimit,
+	cs := []prometheus.Collector{m.requests, m.duration, m.breakerChanges, m.rateLimit, m.fallbacks,
 		m.reloads, m.reloadOK, m.reloadAt, evictions, buildInfo, m.live}
 	for _, c := range append(cs, m.targets.collectors()...) {
 		if err := reg.Register(c); err != nil {

@@ -1,0 +1,63 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+)
+
+// TestLastGoodVaryOnForwardedFor checks, on both engines, that an answer
+// that varies by the X-Forwarded-For the gateway sets (one per client
+// address) never goes to a client at another address, even one that sends
+// the first client's address in its own X-Forwarded-For while the route's
+// breaker refuses it (a refused request is never prepared for the
+// upstream, so the answer's Vary was compared with the client's own
+// header: it went).
+func TestLastGoodVaryOnForwardedFor(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		var failing atomic.Bool
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			if failing.Load() {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Vary", "X-Forwarded-For")
+			fmt.Fprintf(w, "private to %s", r.Header.Get("X-Forwarded-For"))
+		})
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: r
+    upstream: up
+    policies:
+      circuit_breaker: {consecutive_failures: 1, open_for: 1h}
+      fallback: {last_good: {}, status: 503, body: static}
+`, engine, up.URL))
+		alice := newClient(t)
+		if res := get(t, alice, tg.URL+"/me"); res.Code != 200 || res.Body != "private to 127.0.0.1" {
+			t.Fatalf("alice, upstream up: %d %q", res.Code, res.Body)
+		}
+		failing.Store(true)
+		get(t, alice, tg.URL+"/me") // fails: the breaker opens
+		if st := tg.routeStatus(t, "r").Breaker; st != "open" {
+			t.Fatalf("breaker %q after a failure, want open", st)
+		}
+
+		// Mallory connects from another loopback address.
+		mallory := newClient(t)
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+		mallory.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}
+		for _, h := range []http.Header{nil, {"X-Forwarded-For": {"127.0.0.1"}}} {
+			if res := do(t, mallory, "GET", tg.URL+"/me", h, nil); res.Code != 503 || res.Body != "static" {
+				t.Errorf("mallory (X-Forwarded-For %q), breaker open: %d %q, want the static 503", h.Get("X-Forwarded-For"), res.Code, res.Body)
+			}
+		}
+	})
+}
