@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/internal/invalid"
+	"github.com/sluicehq/sluice/internal/lru"
 )
 
 // ErrNoLastGood is matched (errors.Is) by the error a LastGood level returns
@@ -46,22 +47,11 @@ type LastGoodOptions struct {
 // it must be safe to share (immutable, or safe for concurrent use). It is
 // safe for concurrent use; one LastGood may serve several Policies.
 type LastGood struct {
-	key     func(context.Context) (string, bool)
-	maxAge  time.Duration
-	maxKeys int
-	clock   clock.Clock
+	key    func(context.Context) (string, bool)
+	maxAge time.Duration
 
-	mu   sync.Mutex        // protects m and the list
-	m    map[string]*entry // the keys kept
-	head entry             // sentinel of a circular list, most recently used first
-}
-
-// entry is one key's value in the LRU list.
-type entry struct {
-	key        string
-	v          any
-	at         int64 // clock.Nanotime when v was recorded
-	prev, next *entry
+	mu     sync.Mutex      // protects values
+	values *lru.Cache[any] // the keys kept, most recently used first
 }
 
 var (
@@ -83,17 +73,15 @@ func NewLastGood(opts LastGoodOptions) (*LastGood, error) {
 	if err := ps.Err(); err != nil {
 		return nil, err
 	}
+	maxKeys := opts.MaxKeys
+	if maxKeys == 0 {
+		maxKeys = DefaultMaxKeys
+	}
 	l := &LastGood{
-		key:     opts.Key,
-		maxAge:  opts.MaxAge,
-		maxKeys: opts.MaxKeys,
-		clock:   clock.Or(opts.Clock),
-		m:       make(map[string]*entry),
+		key:    opts.Key,
+		maxAge: opts.MaxAge,
+		values: lru.New[any](lru.Options{MaxEntries: maxKeys, MaxAge: opts.MaxAge, Clock: opts.Clock}),
 	}
-	if l.maxKeys == 0 {
-		l.maxKeys = DefaultMaxKeys
-	}
-	l.head.prev, l.head.next = &l.head, &l.head
 	return l, nil
 }
 
@@ -114,21 +102,9 @@ func (l *LastGood) Observe(ctx context.Context, r sluice.Result) {
 	if !ok {
 		return
 	}
-	now := l.clock.Nanotime()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, ok := l.m[key]
-	if !ok {
-		if len(l.m) >= l.maxKeys {
-			l.remove(l.head.prev)
-		}
-		e = &entry{key: key}
-		l.m[key] = e
-	} else {
-		l.unlink(e)
-	}
-	e.v, e.at = r.Value, now
-	l.pushFront(e)
+	l.values.Put(key, r.Value, 0)
 }
 
 // Fallback returns the last good value of ctx's key, or an error matching
@@ -138,29 +114,23 @@ func (l *LastGood) Fallback(ctx context.Context, _ sluice.Result) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: the call has no key", ErrNoLastGood)
 	}
-	now := l.clock.Nanotime()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, ok := l.m[key]
+	v, age, ok := l.values.Get(key)
+	if !ok && age > 0 {
+		return nil, fmt.Errorf("%w for key %q: the last one is %v old, over the %v MaxAge", ErrNoLastGood, key, age, l.maxAge)
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w for key %q", ErrNoLastGood, key)
 	}
-	if age := time.Duration(now - e.at); l.maxAge > 0 && age > l.maxAge {
-		l.remove(e)
-		return nil, fmt.Errorf("%w for key %q: the last one is %v old, over the %v MaxAge", ErrNoLastGood, key, age, l.maxAge)
-	}
-	l.unlink(e)
-	l.pushFront(e)
-	return e.v, nil
+	return v, nil
 }
 
 // Forget drops the value kept for key, if any.
 func (l *LastGood) Forget(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, ok := l.m[key]; ok {
-		l.remove(e)
-	}
+	l.values.Remove(key)
 }
 
 // Len returns how many keys are kept, stale ones included until they are
@@ -168,25 +138,5 @@ func (l *LastGood) Forget(key string) {
 func (l *LastGood) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.m)
-}
-
-// remove drops e from the map and the list. It requires l.mu.
-func (l *LastGood) remove(e *entry) {
-	delete(l.m, e.key)
-	l.unlink(e)
-}
-
-// unlink takes e out of the list. It requires l.mu.
-func (l *LastGood) unlink(e *entry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	e.prev, e.next = nil, nil
-}
-
-// pushFront puts e at the front of the list. It requires l.mu.
-func (l *LastGood) pushFront(e *entry) {
-	e.prev, e.next = &l.head, l.head.next
-	l.head.next.prev = e
-	l.head.next = e
+	return l.values.Len()
 }

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/lru"
 )
 
 // lastGood keeps the last good answer to each GET request of a route, for
@@ -21,26 +21,8 @@ import (
 // answer is given only where it would be shared (sharedResponse.sharesWith:
 // the headers its Vary names). It is safe for concurrent use.
 type lastGood struct {
-	maxAge     int64 // nanoseconds
-	maxEntries int
-	maxBytes   int
-	clock      clock.Clock
-
-	mu    sync.Mutex // protects m, the list and bytes
-	m     map[string]*goodAnswer
-	head  goodAnswer // sentinel of a circular list, most recently used first
-	bytes int        // the sizes of the answers in m
-
-	evictions atomic.Uint64 // answers dropped to make room for others
-}
-
-// goodAnswer is one answer kept, in the LRU list.
-type goodAnswer struct {
-	key        string
-	sr         *sharedResponse
-	at         int64 // clock.Nanotime when it was received
-	size       int
-	prev, next *goodAnswer
+	mu      sync.Mutex                  // protects answers
+	answers *lru.Cache[*sharedResponse] // by key, costed in bytes
 }
 
 // goodAnswerOverhead is what an answer is counted for beyond its bytes:
@@ -52,10 +34,8 @@ const goodAnswerOverhead = 256
 const stringOverhead = 16
 
 func newLastGood(lc *config.LastGood, c clock.Clock) *lastGood {
-	l := &lastGood{maxAge: int64(lc.MaxAge.D()), maxEntries: lc.MaxEntries, maxBytes: lc.MaxBytes,
-		clock: c, m: map[string]*goodAnswer{}}
-	l.head.prev, l.head.next = &l.head, &l.head
-	return l
+	return &lastGood{answers: lru.New[*sharedResponse](lru.Options{MaxEntries: lc.MaxEntries, MaxCost: lc.MaxBytes,
+		MaxAge: lc.MaxAge.D(), Clock: c})}
 }
 
 // keepable returns resp, the answer to the GET request req, as an answer
@@ -103,46 +83,22 @@ func (l *lastGood) keep(key string, sr *sharedResponse) {
 	for _, name := range sr.vary {
 		size += len(name) + stringOverhead // kept apart from the Vary header
 	}
-	now := l.clock.Nanotime()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, ok := l.m[key]; ok {
-		l.remove(e)
-	}
-	if size > l.maxBytes {
-		return
-	}
-	for len(l.m) >= l.maxEntries || l.bytes+size > l.maxBytes {
-		l.remove(l.head.prev)
-		l.evictions.Add(1)
-	}
-	e := &goodAnswer{key: key, sr: sr, at: now, size: size}
-	l.m[key] = e
-	l.bytes += size
-	l.pushFront(e)
+	l.answers.Put(key, sr, size)
 }
 
 // answer returns the answer kept for key if it may go to req and is at
 // most maxAge old, with its age; an older one is dropped.
 func (l *lastGood) answer(key string, req *fasthttp.RequestHeader) (*sharedResponse, time.Duration) {
-	now := l.clock.Nanotime()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, ok := l.m[key]
-	if !ok {
+	sr, age, ok := l.answers.Peek(key)
+	if !ok || !sr.sharesWith(req) {
 		return nil, 0
 	}
-	age := now - e.at
-	if age > l.maxAge {
-		l.remove(e)
-		return nil, 0
-	}
-	if !e.sr.sharesWith(req) {
-		return nil, 0
-	}
-	l.unlink(e)
-	l.pushFront(e)
-	return e.sr, time.Duration(age)
+	l.answers.Touch(key)
+	return sr, age
 }
 
 // writeLastGood answers ctx with sr, an answer kept age ago, as
@@ -169,26 +125,8 @@ func writeLastGood(ctx *fasthttp.RequestCtx, sr *sharedResponse, age time.Durati
 func (l *lastGood) len() (int, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.m), l.bytes
+	return l.answers.Len(), l.answers.Cost()
 }
 
-// remove drops e. It requires l.mu.
-func (l *lastGood) remove(e *goodAnswer) {
-	delete(l.m, e.key)
-	l.bytes -= e.size
-	l.unlink(e)
-}
-
-// unlink takes e out of the list. It requires l.mu.
-func (l *lastGood) unlink(e *goodAnswer) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	e.prev, e.next = nil, nil
-}
-
-// pushFront puts e at the front of the list. It requires l.mu.
-func (l *lastGood) pushFront(e *goodAnswer) {
-	e.prev, e.next = &l.head, l.head.next
-	l.head.next.prev = e
-	l.head.next = e
-}
+// evictions returns how many answers were dropped to make room for others.
+func (l *lastGood) evictions() uint64 { return l.answers.Evictions() }

@@ -55,7 +55,7 @@ func liveFlow(rs *telemetry.RouteState, r *route) {
 	}
 	if lg := p.flow.lastGood; lg != nil {
 		n, size := lg.len()
-		rs.LastGood = &telemetry.LastGoodState{Entries: n, Bytes: size, Evictions: lg.evictions.Load()}
+		rs.LastGood = &telemetry.LastGoodState{Entries: n, Bytes: size, Evictions: lg.evictions()}
 	}
 	if p.prio != nil && p.adaptive != nil {
 		rs.Classes = make([]telemetry.ClassState, len(config.PriorityClasses))
