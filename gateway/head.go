@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/http1"
@@ -32,8 +31,9 @@ type reqHead struct {
 }
 
 // parseRequest reads b, a request head ending with its empty line, into h.
-// It reports false unless the request is in plain form: a method of
-// upper-case letters that the gateway serves (see http1.RefusedMethod), an
+// It reports false unless the request is in plain form (see
+// http1.PlainRequestLine for its first line): a method of
+// upper-case letters that the gateway serves, an
 // origin-form target whose path needs no normalizing (no percent-encoding, no "." or
 // ".." segment, no empty segment, only the characters RFC 3986 allows), the
 // version HTTP/1.1, exactly one Host (a host name or address and a port:
@@ -44,26 +44,10 @@ type reqHead struct {
 // lines).
 func parseRequest(b []byte, h *reqHead) bool {
 	*h = reqHead{cl: -1}
-	i := bytes.IndexByte(b, ' ')
-	if i <= 0 || !http1.UpperToken(b[:i]) || http1.RefusedMethod(b[:i]) != 0 {
+	var plain bool
+	if h.method, h.uri, h.path, b, plain = http1.PlainRequestLine(b); !plain {
 		return false
 	}
-	h.method, b = b[:i], b[i+1:]
-	if i = bytes.IndexByte(b, ' '); i <= 0 {
-		return false
-	}
-	h.uri, b = b[:i], b[i+1:]
-	h.path = h.uri
-	if q := bytes.IndexByte(h.uri, '?'); q >= 0 {
-		h.path = h.uri[:q]
-		if !http1.PlainQuery(h.uri[q+1:]) {
-			return false
-		}
-	}
-	if !http1.PlainPath(h.path) || !bytes.HasPrefix(b, http11CRLF) {
-		return false
-	}
-	b = b[len(http11CRLF):]
 	h.lines = b[:len(b)-2]
 	var seen uint8 // the headers that may come once
 	once := func(bit uint8) bool {
@@ -203,17 +187,10 @@ type respHead struct {
 // as parseRequest wants them.
 func parseResponse(b []byte, h *respHead) bool {
 	*h = respHead{cl: -1}
-	end := bytes.IndexByte(b, '\n')
-	if end < 13 || b[end-1] != '\r' || !bytes.HasPrefix(b, http11) || b[8] != ' ' ||
-		(end > 13 && b[12] != ' ') || bytes.IndexByte(b[:end-1], '\r') >= 0 {
+	var plain bool
+	if h.status, h.code, b, plain = http1.PlainStatusLine(b); !plain {
 		return false
 	}
-	code, err := strconv.Atoi(string(b[9:12]))
-	if err != nil || code < 200 || code > 599 {
-		return false
-	}
-	h.status, h.code = b[:end-1], code
-	b = b[end+1:]
 	h.lines = b[:len(b)-2]
 	connSeen := false
 	return http1.Headers(b, func(name, value []byte) bool {
@@ -275,10 +252,7 @@ func rateLimitHeader(k []byte) bool {
 	return equalName(k, "RateLimit") || equalName(k, "RateLimit-Policy")
 }
 
-var (
-	http11     = []byte("HTTP/1.1")
-	http11CRLF = []byte("HTTP/1.1\r\n")
-)
+var http11 = []byte("HTTP/1.1")
 
 // nextLine splits the first line off header lines that http1.HeaderLine
 // accepted: the line with its CRLF, and its name.
