@@ -61,6 +61,7 @@ func TestParseRequestRefuses(t *testing.T) {
 		"absolute form":       "GET http://a/ HTTP/1.1\nHost: a\n\n",
 		"asterisk":            "OPTIONS * HTTP/1.1\nHost: a\n\n",
 		"percent in path":     "GET /%65xpensive HTTP/1.1\nHost: a\n\n",
+		"stray % in query":    "GET /?a=%zz HTTP/1.1\nHost: a\n\n",
 		"dot segment":         "GET /x/../expensive HTTP/1.1\nHost: a\n\n",
 		"dot":                 "GET /./x HTTP/1.1\nHost: a\n\n",
 		"trailing dot-dot":    "GET /x/.. HTTP/1.1\nHost: a\n\n",

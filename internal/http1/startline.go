@@ -9,8 +9,9 @@ import (
 // method, its target and the target's path (the target without its query),
 // and the lines after it. It reports false unless the line is in plain
 // form: a method of upper-case letters that RefusedMethod lets pass, an
-// origin-form target whose path PlainPath and whose query PlainQuery
-// accept, and the version HTTP/1.1, ending in CRLF.
+// origin-form target whose path PlainPath accepts and whose query
+// PlainQuery and PercentEncoded accept (as RefusedHead wants every '%'
+// in a target), and the version HTTP/1.1, ending in CRLF.
 func PlainRequestLine(b []byte) (method, target, path, rest []byte, ok bool) {
 	i := bytes.IndexByte(b, ' ')
 	if i <= 0 || !UpperToken(b[:i]) || RefusedMethod(b[:i]) != 0 {
@@ -24,7 +25,7 @@ func PlainRequestLine(b []byte) (method, target, path, rest []byte, ok bool) {
 	path = target
 	if q := bytes.IndexByte(target, '?'); q >= 0 {
 		path = target[:q]
-		if !PlainQuery(target[q+1:]) {
+		if query := target[q+1:]; !PlainQuery(query) || !PercentEncoded(query) {
 			return nil, nil, nil, nil, false
 		}
 	}
