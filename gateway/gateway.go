@@ -56,6 +56,7 @@ import (
 
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -165,7 +166,7 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 		// (fasthttp already counts an unknown version as closing, so the
 		// client's own Connection lines are read from the wire.)
 		closing := false
-		headers(h.RawHeaders(), func(name, value []byte) bool {
+		http1.Headers(h.RawHeaders(), func(name, value []byte) bool {
 			closing = closing || equalName(name, "Connection") && hasToken(value, "close")
 			return true
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // h2Transport returns the client of an h2 or h2c upstream: HTTP/2 only (over
@@ -51,7 +52,7 @@ func (t *target) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, tr tr
 
 // h2RoundTrip sends req to target t over tr, an h2 or h2c transport, and
 // reads the response into resp: its status and headers, and its body whole
-// when it is at most smallBody long, else as a stream. The bounds are
+// when it is at most http1.SmallBody long, else as a stream. The bounds are
 // roundTrip's: the response's head must come by the trip's head, the whole
 // exchange ends by its deadline, each wait between two reads of the body
 // is bounded by its wait, and its cut ends the exchange when the client
@@ -106,7 +107,7 @@ func h2RoundTrip(tr *http.Transport, t *target, req *fasthttp.Request, resp *fas
 		resp.SkipBody = hreq.Method == http.MethodHead
 		return nil
 	}
-	if n := hresp.ContentLength; n > 0 && n <= smallBody {
+	if n := hresp.ContentLength; n > 0 && n <= http1.SmallBody {
 		buf := make([]byte, n)
 		_, err := io.ReadFull(body, buf)
 		body.Close()

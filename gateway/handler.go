@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -44,12 +45,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	if st.tracer != nil {
 		x.obs.startTrace(st.tracer, h, h.Method(), ctx.Request.URI().Path(), clientIP(peerAddr(ctx), forwardedList(h), st.trusted))
 	}
-	code := refusedHead(h.Method(), h.RequestURI(), h.Protocol(), h.RawHeaders())
+	code := http1.RefusedHead(h.Method(), h.RequestURI(), h.Protocol(), h.RawHeaders())
 	if code == 0 && bytes.IndexByte(ctx.Request.URI().Path(), 0) >= 0 {
 		code = fasthttp.StatusBadRequest // a NUL percent-encoded in the path, as nginx
 	}
 	if code != 0 {
-		reason := refusalReason(code)
+		reason := http1.RefusalReason(code)
 		writeError(ctx, code, reason, 0)
 		// The connection closes: what follows the head cannot be trusted
 		// to be framed as fasthttp read it. (After writeError, which

@@ -2,9 +2,9 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/binary"
-	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // The event loops read the heads of plain HTTP/1.1 messages themselves
@@ -32,8 +32,9 @@ type reqHead struct {
 }
 
 // parseRequest reads b, a request head ending with its empty line, into h.
-// It reports false unless the request is in plain form: a method of
-// upper-case letters that the gateway serves (see refusedMethod), an
+// It reports false unless the request is in plain form (see
+// http1.PlainRequestLine for its first line): a method of
+// upper-case letters that the gateway serves, an
 // origin-form target whose path needs no normalizing (no percent-encoding, no "." or
 // ".." segment, no empty segment, only the characters RFC 3986 allows), the
 // version HTTP/1.1, exactly one Host (a host name or address and a port:
@@ -45,26 +46,10 @@ type reqHead struct {
 // lines).
 func parseRequest(b []byte, h *reqHead) bool {
 	*h = reqHead{cl: -1}
-	i := bytes.IndexByte(b, ' ')
-	if i <= 0 || !upperToken(b[:i]) || refusedMethod(b[:i]) != 0 {
+	var plain bool
+	if h.method, h.uri, h.path, b, plain = http1.PlainRequestLine(b); !plain {
 		return false
 	}
-	h.method, b = b[:i], b[i+1:]
-	if i = bytes.IndexByte(b, ' '); i <= 0 {
-		return false
-	}
-	h.uri, b = b[:i], b[i+1:]
-	h.path = h.uri
-	if q := bytes.IndexByte(h.uri, '?'); q >= 0 {
-		h.path = h.uri[:q]
-		if !plainQuery(h.uri[q+1:]) {
-			return false
-		}
-	}
-	if !plainPath(h.path) || !bytes.HasPrefix(b, http11CRLF) {
-		return false
-	}
-	b = b[len(http11CRLF):]
 	h.lines = b[:len(b)-2]
 	var seen uint8 // the headers that may come once
 	once := func(bit uint8) bool {
@@ -72,13 +57,13 @@ func parseRequest(b []byte, h *reqHead) bool {
 		seen |= bit
 		return !dup
 	}
-	ok := headers(b, func(name, value []byte) bool {
+	ok := http1.Headers(b, func(name, value []byte) bool {
 		switch {
 		case equalName(name, "Host"):
 			h.host = value
-			return once(1) && plainHost(value)
+			return once(1) && http1.PlainHost(value)
 		case equalName(name, "Content-Length"):
-			h.cl = contentLength(value)
+			h.cl = http1.ContentLength(value)
 			return once(2) && h.cl >= 0
 		case equalName(name, "Connection"):
 			h.connection = value
@@ -119,7 +104,7 @@ func (h *reqHead) Peek(name string) []byte { return h.PeekAt(name, 0) }
 
 func (h *reqHead) PeekAt(name string, i int) []byte {
 	for b := h.lines; len(b) > 0; {
-		k, v, rest, _ := headerLine(b)
+		k, v, rest, _ := http1.HeaderLine(b)
 		if equalName(k, name) {
 			if i == 0 {
 				return v
@@ -224,24 +209,17 @@ type respHead struct {
 // as parseRequest wants them.
 func parseResponse(b []byte, h *respHead) bool {
 	*h = respHead{cl: -1}
-	end := bytes.IndexByte(b, '\n')
-	if end < 13 || b[end-1] != '\r' || !bytes.HasPrefix(b, http11) || b[8] != ' ' ||
-		(end > 13 && b[12] != ' ') || bytes.IndexByte(b[:end-1], '\r') >= 0 {
+	var plain bool
+	if h.status, h.code, b, plain = http1.PlainStatusLine(b); !plain {
 		return false
 	}
-	code, err := strconv.Atoi(string(b[9:12]))
-	if err != nil || code < 200 || code > 599 {
-		return false
-	}
-	h.status, h.code = b[:end-1], code
-	b = b[end+1:]
 	h.lines = b[:len(b)-2]
 	connSeen := false
-	return headers(b, func(name, value []byte) bool {
+	return http1.Headers(b, func(name, value []byte) bool {
 		switch {
 		case equalName(name, "Content-Length"):
 			dup := h.cl >= 0
-			h.cl = contentLength(value)
+			h.cl = http1.ContentLength(value)
 			return !dup && h.cl >= 0
 		case equalName(name, "Connection"):
 			dup := connSeen
@@ -296,197 +274,11 @@ func rateLimitHeader(k []byte) bool {
 	return equalName(k, "RateLimit") || equalName(k, "RateLimit-Policy")
 }
 
-var (
-	http11     = []byte("HTTP/1.1")
-	http11CRLF = []byte("HTTP/1.1\r\n")
-)
+var http11 = []byte("HTTP/1.1")
 
-// headers calls fn with the name and value of each header line in b, the
-// lines after a start line up to and with the empty line. It reports
-// false, at once, when a line is malformed (see headerLine) or fn returns
-// false.
-func headers(b []byte, fn func(name, value []byte) bool) bool {
-	for len(b) > 2 {
-		name, value, rest, ok := headerLine(b)
-		if !ok || !fn(name, value) {
-			return false
-		}
-		b = rest
-	}
-	return true
-}
-
-// headerLine splits the first header line off b: its name, its value
-// without surrounding spaces and tabs, and the lines after it. It reports
-// false when the line is not a token, a colon and a value without control
-// characters other than tabs, ending in CRLF.
-func headerLine(b []byte) (name, value, rest []byte, ok bool) {
-	end := bytes.IndexByte(b, '\n')
-	if end < 1 || b[end-1] != '\r' {
-		return nil, nil, nil, false
-	}
-	line := b[:end-1]
-	colon := bytes.IndexByte(line, ':')
-	if colon <= 0 || !token(line[:colon]) {
-		return nil, nil, nil, false
-	}
-	value = line[colon+1:]
-	if hasCtl(value) {
-		return nil, nil, nil, false
-	}
-	return line[:colon], trimSpace(value), b[end+1:], true
-}
-
-// hasCtl reports whether v holds a control character other than tab. It
-// looks at eight bytes at a time while none is below 0x20 or 0x7f (the
-// tests of "Bit Twiddling Hacks" for a byte less than n and a zero byte,
-// exact on whether there is one), then byte by byte.
-func hasCtl(v []byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for len(v) >= 8 {
-		x := binary.LittleEndian.Uint64(v)
-		del := x ^ 0x7f*ones
-		if (x-0x20*ones)&^x&highs|(del-ones)&^del&highs != 0 {
-			break // a control character, or a tab
-		}
-		v = v[8:]
-	}
-	for _, c := range v {
-		if ctlChar[c] {
-			return true
-		}
-	}
-	return false
-}
-
-// nextLine splits the first line off header lines that headerLine
+// nextLine splits the first line off header lines that http1.HeaderLine
 // accepted: the line with its CRLF, and its name.
 func nextLine(b []byte) (line, name []byte) {
 	line = b[:bytes.IndexByte(b, '\n')+1]
 	return line, line[:bytes.IndexByte(line, ':')]
-}
-
-// contentLength parses a Content-Length value: 1 to 9 digits, or -1.
-func contentLength(v []byte) int {
-	if len(v) == 0 || len(v) > 9 {
-		return -1
-	}
-	n := 0
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		n = 10*n + int(c-'0')
-	}
-	return n
-}
-
-// plainPath reports whether p is an absolute path that needs no
-// normalizing: only unreserved characters, sub-delimiters, ':', '@' and
-// '/', and no empty, "." or ".." segment.
-func plainPath(p []byte) bool {
-	if len(p) == 0 || p[0] != '/' {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if !pathChar[c] {
-			return false
-		}
-		if c != '/' || i+1 == len(p) {
-			continue
-		}
-		seg := p[i+1:]
-		if j := bytes.IndexByte(seg, '/'); j >= 0 {
-			seg = seg[:j]
-		}
-		if len(seg) == 0 || string(seg) == "." || string(seg) == ".." {
-			return false
-		}
-	}
-	return true
-}
-
-// plainHost reports whether v is a host name, an IPv4 address or a
-// bracketed IPv6 address, with an optional port.
-func plainHost(v []byte) bool {
-	var rest []byte // the port with its colon
-	if len(v) > 0 && v[0] == '[' {
-		end := bytes.IndexByte(v, ']')
-		if end < 2 {
-			return false
-		}
-		for _, c := range v[1:end] {
-			if !hexChar[c] && c != ':' && c != '.' {
-				return false
-			}
-		}
-		rest = v[end+1:]
-	} else {
-		name := v
-		if i := bytes.IndexByte(v, ':'); i >= 0 {
-			name, rest = v[:i], v[i:]
-		}
-		if len(name) == 0 {
-			return false
-		}
-		for _, c := range name {
-			if !hostChar[c] {
-				return false
-			}
-		}
-	}
-	return len(rest) == 0 || (rest[0] == ':' && len(rest) <= 6 && contentLength(rest[1:]) >= 0)
-}
-
-// plainQuery reports whether q has only the characters a query may have.
-func plainQuery(q []byte) bool {
-	for _, c := range q {
-		if !pathChar[c] && c != '?' && c != '%' {
-			return false
-		}
-	}
-	return true
-}
-
-// upperToken reports whether b is upper-case letters only, as methods are.
-func upperToken(b []byte) bool {
-	for _, c := range b {
-		if c < 'A' || c > 'Z' {
-			return false
-		}
-	}
-	return true
-}
-
-// token reports whether b is a token (RFC 9110 section 5.6.2).
-func token(b []byte) bool {
-	for _, c := range b {
-		if !tokenChar[c] {
-			return false
-		}
-	}
-	return len(b) > 0
-}
-
-var pathChar, tokenChar, hostChar, hexChar = charTable(
-	"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/"),
-	charTable("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~"),
-	charTable("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_"),
-	charTable("abcdefABCDEF0123456789")
-
-// ctlChar holds the control characters but tab.
-var ctlChar = func() (t [256]bool) {
-	for c := range 0x20 {
-		t[c] = c != '\t'
-	}
-	t[0x7f] = true
-	return t
-}()
-
-func charTable(chars string) (t [256]bool) {
-	for i := range len(chars) {
-		t[chars[i]] = true
-	}
-	return t
 }

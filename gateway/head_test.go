@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // crlf turns the line feeds of a test message into CRLF.
@@ -59,6 +61,7 @@ func TestParseRequestRefuses(t *testing.T) {
 		"absolute form":       "GET http://a/ HTTP/1.1\nHost: a\n\n",
 		"asterisk":            "OPTIONS * HTTP/1.1\nHost: a\n\n",
 		"percent in path":     "GET /%65xpensive HTTP/1.1\nHost: a\n\n",
+		"stray % in query":    "GET /?a=%zz HTTP/1.1\nHost: a\n\n",
 		"dot segment":         "GET /x/../expensive HTTP/1.1\nHost: a\n\n",
 		"dot":                 "GET /./x HTTP/1.1\nHost: a\n\n",
 		"trailing dot-dot":    "GET /x/.. HTTP/1.1\nHost: a\n\n",
@@ -221,7 +224,7 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		// What the loops serve, the goroutine engine would not refuse:
 		// both engines answer a request alike.
-		if code := refusedHead(fh.Method(), fh.RequestURI(), fh.Protocol(), fh.RawHeaders()); code != 0 {
+		if code := http1.RefusedHead(fh.Method(), fh.RequestURI(), fh.Protocol(), fh.RawHeaders()); code != 0 {
 			t.Fatalf("%q: the loops serve it, the goroutine engine refuses it with %d", b, code)
 		}
 	})
@@ -296,21 +299,4 @@ func BenchmarkParseRequest(b *testing.B) {
 			}
 		}
 	})
-}
-
-// TestHasCtl checks the eight-bytes-at-a-time test against the plain one:
-// every byte value at every place of a value, beside printable bytes and
-// obs-text.
-func TestHasCtl(t *testing.T) {
-	base := []byte("abc\x80\xffdefghij\xfeklmnopq")
-	for i := range base {
-		for c := range 256 {
-			v := bytes.Clone(base)
-			v[i] = byte(c)
-			want := c < 0x20 && c != '\t' || c == 0x7f
-			if got := hasCtl(v); got != want {
-				t.Fatalf("byte %#x at %d: hasCtl %v, want %v", c, i, got, want)
-			}
-		}
-	}
 }

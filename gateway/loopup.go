@@ -12,6 +12,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // maxResponseHeader bounds a response's headers read on a loop.
@@ -184,10 +186,10 @@ func (up *upConn) traffic() gnet.Action {
 		var h respHead
 		if parseResponse(buf[:hlen], &h) && h.code < 500 {
 			need := -1
-			switch responseBody(cc.ctx.IsHead(), h.code, h.cl) {
-			case bodyNone:
+			switch http1.ResponseBody(cc.ctx.IsHead(), h.code, h.cl) {
+			case http1.BodyNone:
 				need = hlen
-			case bodyWhole:
+			case http1.BodyWhole:
 				need = hlen + h.cl
 			}
 			if need >= 0 {
@@ -208,7 +210,7 @@ func (up *upConn) traffic() gnet.Action {
 		resp.Header.SetProtocol(http11) // as readResponse does
 		code, cl := resp.StatusCode(), resp.Header.ContentLength()
 		up.interim++
-		skip, err := interim(code, up.interim)
+		skip, err := http1.Interim(code, up.interim)
 		if err != nil {
 			return up.fail(err)
 		}
@@ -217,11 +219,11 @@ func (up *upConn) traffic() gnet.Action {
 			buf = buf[hlen:]
 			continue
 		}
-		switch responseBody(cc.ctx.IsHead(), code, cl) {
-		case bodyNone:
+		switch http1.ResponseBody(cc.ctx.IsHead(), code, cl) {
+		case http1.BodyNone:
 			resp.SkipBody = true
 			up.need = hlen
-		case bodyWhole:
+		case http1.BodyWhole:
 			up.need = hlen + cl
 		default:
 			return up.stream(hlen, cl)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/internal/requestid"
 	"github.com/sluicehq/sluice/internal/tracing"
 )
@@ -59,11 +60,6 @@ func (e *UpstreamError) AnswerStatus() (int, string) {
 // failure (5xx). The response is kept so that it can still be sent to the
 // client when no retry or fallback replaces it.
 type StatusError = answer.StatusError
-
-// hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1, which a
-// proxy must not forward.
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // exchange is one client request on its way upstream on the goroutine
 // engine: the call through its route's lifecycle, driven blocking (run),
@@ -332,19 +328,6 @@ func removeHopResponse(h *fasthttp.ResponseHeader) {
 	}
 }
 
-// oneList returns the values of the headers of one name as one list:
-// several headers of a name are one comma-separated list (RFC 9110
-// section 5.3). One header's value is returned as it is, without copying.
-func oneList(values [][]byte) []byte {
-	switch len(values) {
-	case 0:
-		return nil
-	case 1:
-		return values[0]
-	}
-	return bytes.Join(values, []byte(", "))
-}
-
 // appendHop appends header name k and a 0 byte to names if k is hop-by-hop.
 func appendHop(names, k, conn []byte) []byte {
 	if isHop(k, conn) {
@@ -399,7 +382,7 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, rules *rout
 		stream := resp.BodyStream()
 		switch {
 		case stream == nil:
-		case bodiless(ctx.IsHead(), resp.StatusCode()):
+		case http1.Bodiless(ctx.IsHead(), resp.StatusCode()):
 			cl := h.ContentLength()
 			_ = resp.CloseBodyStream()
 			if ctx.IsHead() && cl >= 0 {
@@ -420,7 +403,7 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, rules *rout
 	}
 	kept.restore(h)
 	stream := resp.BodyStream()
-	if stream == nil || bodiless(ctx.IsHead(), resp.StatusCode()) {
+	if stream == nil || http1.Bodiless(ctx.IsHead(), resp.StatusCode()) {
 		cl := resp.Header.ContentLength()
 		if stream == nil && !resp.SkipBody {
 			ctx.Response.SetBody(resp.Body()) // a small body, read whole
@@ -436,25 +419,6 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, rules *rout
 		size = -1 // chunked to the client, flushed per read
 	}
 	ctx.Response.SetBodyStream(&upstreamBody{r: stream, resp: resp}, size)
-}
-
-// isHop reports whether header k is hop-by-hop: a standard one, or one the
-// Connection header names. Content-Length and Host are never hop-by-hop,
-// whatever Connection names (RFC 9110 section 7.6.1 lets a sender name only
-// hop-by-hop fields there): dropping a message's Content-Length but
-// forwarding its body would let the next hop read the body as a message of
-// its own.
-func isHop(k, connection []byte) bool {
-	switch len(k) {
-	case 2, 7, 10, 16, 17, 18, 19: // the lengths of the names in hopHeaders
-		for _, h := range hopHeaders {
-			if equalName(k, h) {
-				return true
-			}
-		}
-	}
-	return len(connection) > 0 && hasToken(connection, string(k)) &&
-		!equalName(k, "Content-Length") && !equalName(k, "Host")
 }
 
 // upstreamBody is an upstream response body on its way to the client;

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // maxTrailer bounds the trailer section of a chunked body that is read (and
@@ -207,7 +209,7 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 		// version: an HTTP/1.0 status line on a body the gateway frames
 		// (chunked) would leave the client to read up to the close.
 		resp.Header.SetProtocol(http11)
-		skip, err := interim(resp.StatusCode(), n)
+		skip, err := http1.Interim(resp.StatusCode(), n)
 		if err != nil {
 			return err
 		}
@@ -216,12 +218,12 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 		}
 	}
 	cl := resp.Header.ContentLength()
-	switch responseBody(head, resp.StatusCode(), cl) {
-	case bodyNone:
+	switch http1.ResponseBody(head, resp.StatusCode(), cl) {
+	case http1.BodyNone:
 		resp.SkipBody = true
 		return nil
-	case bodyWhole:
-		return resp.ReadBody(br, smallBody)
+	case http1.BodyWhole:
+		return resp.ReadBody(br, http1.SmallBody)
 	}
 	resp.SetBodyStream(newConnBody(br, cl), cl)
 	return nil

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // What coalesced requests may share: requests of different callers never
@@ -104,7 +106,7 @@ func (sr *sharedResponse) note(k, v []byte) {
 			} else {
 				v = nil
 			}
-			switch name = trimSpace(name); {
+			switch name = http1.TrimSpace(name); {
 			case len(name) == 0:
 			case string(name) == "*":
 				sr.private = true // the answer depends on more than the request

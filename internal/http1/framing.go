@@ -1,0 +1,73 @@
+package http1
+
+import (
+	"errors"
+	"net/http"
+)
+
+// SmallBody is the largest response body, in bytes, that is read whole:
+// 64 KiB. The response then leaves in one write and its connection goes
+// back to the pool at once. A larger body, or one of unknown length,
+// streams, so that a slow client paces the upstream and memory stays flat.
+const SmallBody = 64 << 10
+
+// MaxInterim is how many interim (1xx) responses before a request's final
+// response are skipped; one more fails the attempt.
+const MaxInterim = 10
+
+// BodyRead is how a response's body is read from the target, on every
+// engine.
+type BodyRead uint8
+
+const (
+	BodyNone   BodyRead = iota // none: the answer to a HEAD, a 204 or a 304
+	BodyWhole                  // read whole: its Content-Length is at most SmallBody
+	BodyStream                 // streamed: larger, chunked, or up to the connection's end
+)
+
+// ResponseBody decides how the body of a response with status code and
+// Content-Length cl (negative when it has none) is read; head says that the
+// request was a HEAD.
+func ResponseBody(head bool, code, cl int) BodyRead {
+	switch {
+	case Bodiless(head, code):
+		return BodyNone
+	case cl >= 0 && cl <= SmallBody:
+		return BodyWhole
+	}
+	return BodyStream
+}
+
+// Bodiless reports whether a response with status code has no body
+// whatever its headers say: it answers a HEAD (head), or is a 204 or a 304
+// (RFC 9110 sections 6.4.1, 15.3.5, 15.4.5).
+func Bodiless(head bool, code int) bool {
+	return head || code == http.StatusNoContent || code == http.StatusNotModified
+}
+
+// Interim reports whether a response head with status code, the n-th of
+// its request (from 1), is an interim response to skip. It fails with
+// ErrUnexpected101 for a 101 (only a request to upgrade may be answered so,
+// and the gateway forwards none: Upgrade is hop-by-hop) and with
+// ErrTooManyInterim for more than MaxInterim interim responses.
+func Interim(code, n int) (bool, error) {
+	switch {
+	case code == http.StatusSwitchingProtocols:
+		return false, ErrUnexpected101
+	case code < 100 || code >= 200:
+		return false, nil
+	case n > MaxInterim:
+		return false, ErrTooManyInterim
+	}
+	return true, nil
+}
+
+// ErrUnexpected101 is the error of a 101 (Switching Protocols) response to
+// a request that asked for no upgrade. Its text is the gateway's, as the
+// logs have it.
+var ErrUnexpected101 = errors.New("gateway: unexpected 101 response")
+
+// ErrTooManyInterim is the error of a response preceded by more than
+// MaxInterim interim responses. Its text is the gateway's, as the logs have
+// it.
+var ErrTooManyInterim = errors.New("gateway: too many interim responses")

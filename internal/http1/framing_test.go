@@ -1,0 +1,39 @@
+package http1
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestResponseBody(t *testing.T) {
+	for _, c := range []struct {
+		head     bool
+		code, cl int
+		want     BodyRead
+	}{
+		{true, 200, 5, BodyNone}, {false, 204, -1, BodyNone}, {false, 304, 100, BodyNone},
+		{false, 200, 0, BodyWhole}, {false, 200, SmallBody, BodyWhole}, {false, 404, 12, BodyWhole},
+		{false, 200, SmallBody + 1, BodyStream}, {false, 200, -1, BodyStream},
+	} {
+		if got := ResponseBody(c.head, c.code, c.cl); got != c.want {
+			t.Errorf("ResponseBody(%v, %d, %d) = %d, want %d", c.head, c.code, c.cl, got, c.want)
+		}
+	}
+}
+
+func TestInterim(t *testing.T) {
+	for _, c := range []struct {
+		code, n int
+		skip    bool
+		err     error
+	}{
+		{100, 1, true, nil}, {103, MaxInterim, true, nil}, {199, 2, true, nil},
+		{200, 1, false, nil}, {503, MaxInterim + 1, false, nil}, {99, 1, false, nil},
+		{101, 1, false, ErrUnexpected101}, {100, MaxInterim + 1, false, ErrTooManyInterim},
+	} {
+		skip, err := Interim(c.code, c.n)
+		if skip != c.skip || !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+			t.Errorf("Interim(%d, %d) = %v, %v; want %v, %v", c.code, c.n, skip, err, c.skip, c.err)
+		}
+	}
+}

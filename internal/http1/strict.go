@@ -1,0 +1,106 @@
+package http1
+
+import "net/http"
+
+// Rules of RFC 9112 that fasthttp's request parser is lenient about and
+// that nginx enforces. A proxy that accepts a message its upstream may read
+// differently invites request smuggling, so the gateway refuses such a
+// request before routing it.
+
+// RefusedMethod returns the status a request with this method is refused
+// with, or 0: 400 for a method that is not upper-case letters, '_' and '-'
+// (nginx's rule; methods are case-sensitive, and "get" is not GET to every
+// upstream), 405 for CONNECT (the gateway tunnels nothing) and TRACE (it
+// would echo the credentials the gateway adds or forwards).
+func RefusedMethod(method []byte) int {
+	if len(method) == 0 {
+		return http.StatusBadRequest
+	}
+	for _, c := range method {
+		if (c < 'A' || c > 'Z') && c != '_' && c != '-' {
+			return http.StatusBadRequest
+		}
+	}
+	switch string(method) {
+	case "CONNECT", "TRACE":
+		return http.StatusMethodNotAllowed
+	}
+	return 0
+}
+
+// RefusedHead returns the status a request is refused with, or 0, from its
+// method, target, protocol and header block as they came on the wire (the
+// lines after the request line, up to and with the empty line). Beside
+// RefusedMethod's rules:
+//   - the version is HTTP/1.x (505 otherwise; a minor version above 1 is
+//     read as HTTP/1.1, RFC 9110 section 2.5);
+//   - the target is not "*": the gateway serves no server-wide OPTIONS, and
+//     the upstream would read it as a path (400, as nginx);
+//   - every '%' in the target starts a percent-encoded byte, two hex digits
+//     (400, as nginx: fasthttp would forward "%zz" as "%25zz");
+//   - a target starting with "//" comes with a Host: without one, fasthttp
+//     reads "//a" as an authority and the path as "/" (400);
+//   - every header line is a token, a colon and a value without control
+//     characters but tabs, ending in CRLF: no space before the colon, no
+//     obs-fold (a line starting with a space or tab), no bare CR or LF (400);
+//   - Transfer-Encoding is "chunked" alone (anything else is 501, as nginx
+//     answers), and never beside Content-Length (400).
+func RefusedHead(method, target, proto, raw []byte) int {
+	if code := RefusedMethod(method); code != 0 {
+		return code
+	}
+	if len(proto) != len("HTTP/1.1") || string(proto[:7]) != "HTTP/1." || proto[7] < '0' || proto[7] > '9' {
+		return http.StatusHTTPVersionNotSupported
+	}
+	if string(target) == "*" || !PercentEncoded(target) {
+		return http.StatusBadRequest
+	}
+	if len(target) > 1 && target[0] == '/' && target[1] == '/' && !HasHost(raw) {
+		return http.StatusBadRequest
+	}
+	var cl, te, otherTE bool
+	ok := Headers(raw, func(name, value []byte) bool {
+		switch {
+		case EqualName(name, "Content-Length"):
+			cl = true
+		case EqualName(name, "Transfer-Encoding"):
+			otherTE = otherTE || te || !EqualName(value, "chunked")
+			te = true
+		}
+		return true
+	})
+	switch {
+	case !ok:
+		return http.StatusBadRequest
+	case otherTE:
+		return http.StatusNotImplemented
+	case te && cl:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// RefusalReason names the reason of a refusal by RefusedHead's status:
+// method_not_allowed, not_implemented, version_not_supported, or
+// bad_request for any other.
+func RefusalReason(code int) string {
+	switch code {
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusNotImplemented:
+		return "not_implemented"
+	case http.StatusHTTPVersionNotSupported:
+		return "version_not_supported"
+	}
+	return "bad_request"
+}
+
+// HasHost reports whether the header block raw has a Host line with a value.
+func HasHost(raw []byte) bool {
+	found := false
+	Headers(raw, func(name, value []byte) bool {
+		found = found || EqualName(name, "Host") && len(value) > 0
+		return true
+	})
+	return found
+}

@@ -1,0 +1,50 @@
+package http1
+
+import (
+	"net/http"
+	"testing"
+)
+
+func TestRefusedHead(t *testing.T) {
+	for _, c := range []struct {
+		name, method, target, proto, raw string
+		want                             int
+	}{
+		{"plain", "GET", "/", "HTTP/1.1", "Host: a\r\n\r\n", 0},
+		{"HTTP/1.0", "GET", "/", "HTTP/1.0", "\r\n", 0},
+		{"HTTP/1.2", "GET", "/", "HTTP/1.2", "Host: a\r\n\r\n", 0},
+		{"M-SEARCH", "M-SEARCH", "/", "HTTP/1.1", "Host: a\r\n\r\n", 0},
+		{"chunked", "POST", "/", "HTTP/1.1", "Host: a\r\nTransfer-Encoding: chunked\r\n\r\n", 0},
+		{"double slash with Host", "GET", "//a", "HTTP/1.1", "Host: a\r\n\r\n", 0},
+		{"empty method", "", "/", "HTTP/1.1", "\r\n", http.StatusBadRequest},
+		{"lower-case method", "get", "/", "HTTP/1.1", "\r\n", http.StatusBadRequest},
+		{"CONNECT", "CONNECT", "a:443", "HTTP/1.1", "\r\n", http.StatusMethodNotAllowed},
+		{"TRACE", "TRACE", "/", "HTTP/1.1", "\r\n", http.StatusMethodNotAllowed},
+		{"HTTP/2.0", "GET", "/", "HTTP/2.0", "\r\n", http.StatusHTTPVersionNotSupported},
+		{"HTTP/1.x", "GET", "/", "HTTP/1.x", "\r\n", http.StatusHTTPVersionNotSupported},
+		{"short version", "GET", "/", "HTTP/1", "\r\n", http.StatusHTTPVersionNotSupported},
+		{"asterisk", "OPTIONS", "*", "HTTP/1.1", "\r\n", http.StatusBadRequest},
+		{"bad percent", "GET", "/%zz", "HTTP/1.1", "\r\n", http.StatusBadRequest},
+		{"double slash without Host", "GET", "//a", "HTTP/1.1", "X: y\r\n\r\n", http.StatusBadRequest},
+		{"empty Host", "GET", "//a", "HTTP/1.1", "Host:\r\n\r\n", http.StatusBadRequest},
+		{"folded line", "GET", "/", "HTTP/1.1", "X: a\r\n b\r\n\r\n", http.StatusBadRequest},
+		{"gzip", "POST", "/", "HTTP/1.1", "Transfer-Encoding: gzip, chunked\r\n\r\n", http.StatusNotImplemented},
+		{"two TEs", "POST", "/", "HTTP/1.1", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", http.StatusNotImplemented},
+		{"TE and CL", "POST", "/", "HTTP/1.1", "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", http.StatusBadRequest},
+	} {
+		if got := RefusedHead([]byte(c.method), []byte(c.target), []byte(c.proto), []byte(c.raw)); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestRefusalReason(t *testing.T) {
+	for code, want := range map[int]string{
+		http.StatusBadRequest: "bad_request", http.StatusMethodNotAllowed: "method_not_allowed",
+		http.StatusNotImplemented: "not_implemented", http.StatusHTTPVersionNotSupported: "version_not_supported",
+	} {
+		if got := RefusalReason(code); got != want {
+			t.Errorf("RefusalReason(%d) = %q, want %q", code, got, want)
+		}
+	}
+}
