@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -27,8 +28,13 @@ import (
 
 // Config is a whole gateway configuration.
 type Config struct {
-	// Listen is the address the gateway serves on. Default 127.0.0.1:8080.
+	// Listen is the address the gateway serves plaintext on: HTTP/1.1,
+	// and HTTP/2 without TLS (h2c: prior knowledge, or Upgrade: h2c on a
+	// connection's first request). Default 127.0.0.1:8080.
 	Listen string `yaml:"listen"`
+	// TLS, when set, is a second listener that terminates TLS. Default:
+	// none.
+	TLS *TLS `yaml:"tls"`
 	// Admin is the admin API's listener.
 	Admin Admin `yaml:"admin"`
 	// Store is where shared rate-limit state lives.
@@ -47,6 +53,33 @@ type Config struct {
 	// Routes are tried in order; the first that matches a request serves it.
 	// A request that matches none gets 404.
 	Routes []*Route `yaml:"routes"`
+}
+
+// TLS is the HTTPS listener: HTTP/2 and HTTP/1.1, chosen by ALPN.
+// Certificate files are read when the configuration is applied, at start
+// and on every reload: a file that cannot be read or parsed refuses the
+// configuration, and the certificates in use keep serving. A change of
+// Listen takes effect at the next start, not on reload.
+type TLS struct {
+	// Listen is the address (host:port). Required.
+	Listen string `yaml:"listen"`
+	// Certificates are the server's certificates, at least one. A client's
+	// SNI name picks the certificate whose leaf names it (exactly, or by a
+	// wildcard such as *.example.com); a client that sends no name, or a
+	// name no certificate has, gets the first.
+	Certificates []Certificate `yaml:"certificates"`
+	// MinVersion is the lowest TLS version accepted: "1.2" (default) or
+	// "1.3".
+	MinVersion string `yaml:"min_version"`
+}
+
+// Certificate is a certificate chain and its private key, PEM files. A
+// relative path is relative to the configuration file's directory.
+type Certificate struct {
+	// CertFile holds the certificate, then its intermediates. Required.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile holds the private key. Required.
+	KeyFile string `yaml:"key_file"`
 }
 
 // Admin configures the admin API (/metrics, /status, /healthz, /readyz,
@@ -104,7 +137,9 @@ type Redis struct {
 type Server struct {
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
-	// ReadTimeout bounds reading a whole request, body included. Default 60s.
+	// ReadTimeout bounds reading a whole request, body included, but for
+	// a gRPC call's, which its own deadline bounds (a stream may last).
+	// Default 60s.
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
 	IdleTimeout Duration `yaml:"idle_timeout"`
@@ -124,8 +159,16 @@ type Server struct {
 	// Default 0.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
-	// flight before closing them. Default 30s.
+	// flight before closing them. Default 30s. WebSocket connections still
+	// open at its end get a close frame 1001 (going away) and are closed.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// WebSocketIdleTimeout closes a WebSocket connection through which no
+	// byte passed either way for this long, with a close frame 1001 to
+	// both ends. Default 5m.
+	WebSocketIdleTimeout Duration `yaml:"websocket_idle_timeout"`
+	// HTTP2 holds the limits of HTTP/2 connections (TLS and h2c).
+	// MaxHeaderBytes bounds an HTTP/2 request's header list too.
+	HTTP2 HTTP2 `yaml:"http2"`
 	// Engine is "loop" (default): event loops, one per core, serve the
 	// requests of routes whose policies decide at once or wait on a timer
 	// (retries), and hand everything else (coalescing, queues, a Redis
@@ -134,6 +177,20 @@ type Server struct {
 	// elsewhere it means "goroutine". A change takes effect at the next
 	// start, not on reload.
 	Engine string `yaml:"engine"`
+}
+
+// HTTP2 bounds what one HTTP/2 client connection may hold. Flow control
+// gives a request body the backpressure HTTP/1.1 streaming has: a client
+// sends no more than the window until the upstream has taken what came
+// before.
+type HTTP2 struct {
+	// MaxConcurrentStreams is how many requests a connection may have in
+	// flight at once. Default 250, at most 10000.
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// MaxStreamBufferBytes is the flow-control window of one request body:
+	// how much of it the gateway buffers before the client must wait.
+	// Default 1 MiB, between 64 KiB and 4 MiB.
+	MaxStreamBufferBytes int `yaml:"max_stream_buffer_bytes"`
 }
 
 // Log configures the one log line per request.
@@ -150,8 +207,18 @@ type Log struct {
 
 // Upstream is a pool of targets.
 type Upstream struct {
-	// Targets are base URLs (http://host:port). At least one.
+	// Targets are base URLs (http://host:port or https://host:port). At
+	// least one.
 	Targets []string `yaml:"targets"`
+	// Protocol is how the gateway talks to the targets: "http1" (default:
+	// HTTP/1.1, over TLS for https targets), "h2c" (HTTP/2 without TLS,
+	// by prior knowledge; http targets) or "h2" (HTTP/2 over TLS; https
+	// targets). HTTP/2 connections are reused by concurrent requests.
+	Protocol string `yaml:"protocol"`
+	// TLS configures the connections to https targets. Default: the
+	// system's roots, the target's host as the server name, no client
+	// certificate.
+	TLS *UpstreamTLS `yaml:"tls"`
 	// Balance picks a target: "round_robin" (default), "least_inflight" or
 	// "p2c" (power of two random choices by in-flight count).
 	Balance string `yaml:"balance"`
@@ -182,6 +249,27 @@ type Upstream struct {
 	ResponseHeaderTimeout Duration `yaml:"response_header_timeout"`
 }
 
+// UpstreamTLS is how the gateway connects to https targets. Files are PEM,
+// read when the configuration is applied (start and reload; a file that
+// cannot be read refuses the configuration); a relative path is relative to
+// the configuration file's directory. TLS 1.2 is the lowest version used.
+type UpstreamTLS struct {
+	// CAFile holds the certificates that sign the targets' certificates.
+	// Default: the system's roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are the gateway's client certificate, for
+	// targets that require one (mTLS). Default: none. Both or neither.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName is the name sent by SNI and checked against the target's
+	// certificate. Default: the target's host.
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify accepts any certificate from the targets: for
+	// tests only, it lets anyone on the path read and change the traffic.
+	// Default false.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
 // Health configures active health checks of an upstream's targets.
 type Health struct {
 	// Path is requested with GET; a 2xx or 3xx answer is healthy. Required.
@@ -204,6 +292,27 @@ type Route struct {
 	// Policies are applied in sluice's default order: rate limit, coalesce,
 	// fallback, retry, circuit breaker, concurrency, timeout.
 	Policies Policies `yaml:"policies"`
+	// GRPC says how the route serves gRPC calls. Default: no call is
+	// retried.
+	GRPC *GRPC `yaml:"grpc"`
+}
+
+// GRPC configures a route's gRPC calls: requests over HTTP/2 whose
+// Content-Type is application/grpc or application/grpc+FORMAT. Their
+// rejections are gRPC answers (HTTP 200 with grpc-status), their outcome
+// is read from the upstream's grpc-status, and a grpc-timeout shortens
+// each attempt's deadline.
+type GRPC struct {
+	// Idempotent lists the calls the route's retry policy may send again:
+	// full method names ("/pkg.Service/Method") or whole services
+	// ("/pkg.Service/*"), retried when the route has a retry policy (on
+	// UNAVAILABLE, and on what retry.on names of connect_error and
+	// timeout). A call of any other method is sent once. Name only unary
+	// and client-streaming methods: the gateway reads such a call's
+	// request whole (up to 1 MiB; a longer one is sent once) before it
+	// sends it, and its answer too, so that a retry can replace it.
+	// Default: none.
+	Idempotent []string `yaml:"idempotent"`
 }
 
 // Match selects requests. Every given condition must hold; an empty Match
@@ -416,6 +525,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	d.decode(doc, reflect.ValueOf(c).Elem(), "")
 	defaults{given: d.given}.config(c)
+	resolveFiles(c, filepath.Dir(file))
 	v := &validator{decoder: d, decoded: len(d.errs)}
 	v.config(c)
 	if len(d.errs) > 0 {
@@ -450,4 +560,27 @@ func syntaxError(file string, data []byte, err error) *Error {
 		e.Msg += " (" + le.ContextMsg + ")"
 	}
 	return e
+}
+
+// resolveFiles makes the file paths of c that are relative to the
+// configuration file's directory dir usable from any working directory.
+func resolveFiles(c *Config, dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	if c.TLS != nil {
+		for i := range c.TLS.Certificates {
+			abs(&c.TLS.Certificates[i].CertFile)
+			abs(&c.TLS.Certificates[i].KeyFile)
+		}
+	}
+	for _, u := range c.Upstreams {
+		if u != nil && u.TLS != nil {
+			abs(&u.TLS.CAFile)
+			abs(&u.TLS.CertFile)
+			abs(&u.TLS.KeyFile)
+		}
+	}
 }

@@ -74,7 +74,13 @@ func (d defaults) config(c *Config) {
 	d.dur("server.write_timeout", &c.Server.WriteTimeout, 60*time.Second)
 	d.int("server.max_header_bytes", &c.Server.MaxHeaderBytes, 32<<10)
 	d.dur("server.shutdown_timeout", &c.Server.ShutdownTimeout, 30*time.Second)
+	d.dur("server.websocket_idle_timeout", &c.Server.WebSocketIdleTimeout, 5*time.Minute)
 	d.str("server.engine", &c.Server.Engine, "loop")
+	d.int("server.http2.max_concurrent_streams", &c.Server.HTTP2.MaxConcurrentStreams, 250)
+	d.int("server.http2.max_stream_buffer_bytes", &c.Server.HTTP2.MaxStreamBufferBytes, 1<<20)
+	if c.TLS != nil {
+		d.str("tls.min_version", &c.TLS.MinVersion, "1.2")
+	}
 	d.str("log.format", &c.Log.Format, "json")
 	d.str("log.level", &c.Log.Level, "info")
 	d.float("log.sample", &c.Log.Sample, 1)
@@ -84,6 +90,7 @@ func (d defaults) config(c *Config) {
 		}
 		p := "upstreams." + name
 		d.str(p+".balance", &u.Balance, "round_robin")
+		d.str(p+".protocol", &u.Protocol, "http1")
 		d.dur(p+".idle_timeout", &u.IdleTimeout, 4*time.Second)
 		d.dur(p+".connect_timeout", &u.ConnectTimeout, 5*time.Second)
 		d.dur(p+".response_header_timeout", &u.ResponseHeaderTimeout, 60*time.Second)

@@ -21,6 +21,8 @@ var (
 	RateLimitAlgorithms = []string{"token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window", "leaky_bucket"}
 	AdaptiveAlgorithms  = []string{"default", "aimd", "vegas", "gradient2", "latency_gradient"}
 	Balancers           = []string{"round_robin", "least_inflight", "p2c"}
+	UpstreamProtocols   = []string{"http1", "h2c", "h2"}
+	TLSVersions         = []string{"1.2", "1.3"}
 )
 
 // Bounds of values that would otherwise be accepted and then misbehave: a
@@ -165,10 +167,20 @@ func (v *validator) config(c *Config) {
 		v.at("server.max_header_bytes", "want between 1024 and 1048576 bytes, got %d", c.Server.MaxHeaderBytes)
 	}
 	v.oneOf("server.engine", c.Server.Engine, []string{"loop", "goroutine"})
+	if n := c.Server.HTTP2.MaxConcurrentStreams; n < 1 || n > 10000 {
+		v.at("server.http2.max_concurrent_streams", "want between 1 and 10000, got %d", n)
+	}
+	if n := c.Server.HTTP2.MaxStreamBufferBytes; n < 64<<10 || n > 4<<20 {
+		v.at("server.http2.max_stream_buffer_bytes", "want between 65536 and 4194304 bytes, got %d", n)
+	}
+	if c.TLS != nil {
+		v.tls(c.TLS, c.Listen)
+	}
 	v.duration("server.read_header_timeout", c.Server.ReadHeaderTimeout, MinDuration, MaxDuration)
 	v.duration("server.read_timeout", c.Server.ReadTimeout, MinDuration, MaxDuration)
 	v.duration("server.idle_timeout", c.Server.IdleTimeout, MinDuration, MaxDuration)
 	v.duration("server.shutdown_timeout", c.Server.ShutdownTimeout, MinDuration, MaxDuration)
+	v.duration("server.websocket_idle_timeout", c.Server.WebSocketIdleTimeout, MinDuration, MaxDuration)
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
 	}
@@ -199,7 +211,40 @@ func (v *validator) config(c *Config) {
 		}
 		v.match(path+".match", &r.Match)
 		v.policies(path+".policies", &r.Policies)
+		if r.GRPC != nil {
+			v.grpc(path+".grpc", r.GRPC)
+		}
 	}
+}
+
+// grpc checks a route's gRPC settings: every idempotent entry is a full
+// method name or a service's wildcard.
+func (v *validator) grpc(path string, g *GRPC) {
+	for i, m := range g.Idempotent {
+		if !IsGRPCMethodPattern(m) {
+			v.at(fmt.Sprintf("%s.idempotent[%d]", path, i), `want a full method name such as "/pkg.Service/Method" or "/pkg.Service/*", got %q`, m)
+		}
+	}
+}
+
+// IsGRPCMethodPattern reports whether p names gRPC calls as a route's
+// grpc.idempotent does: "/service/method" or "/service/*", where service
+// and method are not empty and hold no '/', space or control character.
+func IsGRPCMethodPattern(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/")
+	if !ok {
+		return false
+	}
+	svc, method, ok := strings.Cut(rest, "/")
+	if !ok || svc == "" || method == "" || strings.Contains(method, "/") {
+		return false
+	}
+	for _, c := range svc + method {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // admin checks the admin API's listener: an address other than loopback
@@ -215,6 +260,28 @@ func (v *validator) admin(a *Admin) {
 	if a.Token != "" && !isToken68(a.Token) {
 		v.at("admin.token", "a bearer token has only letters, digits and -._~+/ (then optional =), with no spaces")
 	}
+}
+
+// tls checks the HTTPS listener's shape; the certificate files themselves
+// are read when the configuration is built (gateway.Check).
+func (v *validator) tls(t *TLS, plain string) {
+	v.hostPort("tls.listen", t.Listen)
+	if t.Listen != "" && t.Listen == plain {
+		v.at("tls.listen", "%q is the plaintext listen address too", t.Listen)
+	}
+	if len(t.Certificates) == 0 {
+		v.at("tls.certificates", "want at least one certificate (cert_file and key_file)")
+	}
+	for i, c := range t.Certificates {
+		p := fmt.Sprintf("tls.certificates[%d]", i)
+		if c.CertFile == "" {
+			v.at(p+".cert_file", "want the path of a PEM certificate file")
+		}
+		if c.KeyFile == "" {
+			v.at(p+".key_file", "want the path of a PEM private key file")
+		}
+	}
+	v.oneOf("tls.min_version", t.MinVersion, TLSVersions)
 }
 
 func (v *validator) upstream(path string, u *Upstream) {
@@ -237,6 +304,7 @@ func (v *validator) upstream(path string, u *Upstream) {
 		}
 	}
 	v.oneOf(path+".balance", u.Balance, Balancers)
+	v.upstreamProtocol(path, u)
 	v.duration(path+".idle_timeout", u.IdleTimeout, MinDuration, MaxDuration)
 	if h := u.Health; h != nil {
 		if !strings.HasPrefix(h.Path, "/") {
@@ -244,6 +312,30 @@ func (v *validator) upstream(path string, u *Upstream) {
 		}
 		v.duration(path+".health.interval", h.Interval, MinHealthInterval, MaxDuration)
 		v.duration(path+".health.timeout", h.Timeout, MinDuration, MaxDuration)
+	}
+}
+
+// upstreamProtocol checks that the protocol and TLS settings fit the
+// targets' schemes: h2 and tls need https targets, h2c http ones.
+func (v *validator) upstreamProtocol(path string, u *Upstream) {
+	v.oneOf(path+".protocol", u.Protocol, UpstreamProtocols)
+	for i, t := range u.Targets {
+		tu, err := url.Parse(t)
+		if err != nil {
+			continue // reported with the targets
+		}
+		p := fmt.Sprintf("%s.targets[%d]", path, i)
+		switch {
+		case u.Protocol == "h2" && tu.Scheme != "https":
+			v.at(p, "protocol h2 is HTTP/2 over TLS: want an https:// target, got %q", t)
+		case u.Protocol == "h2c" && tu.Scheme != "http":
+			v.at(p, "protocol h2c is HTTP/2 without TLS: want an http:// target, got %q (use h2 for https)", t)
+		case u.TLS != nil && tu.Scheme != "https":
+			v.at(p, "tls is set: want an https:// target, got %q", t)
+		}
+	}
+	if t := u.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		v.at(path+".tls", "a client certificate needs both cert_file and key_file")
 	}
 }
 

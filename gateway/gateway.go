@@ -75,7 +75,10 @@ type Gateway struct {
 	engine string
 	// loops serves connections on event loops (loop.go) once Serve has
 	// started them; nil on the goroutine engine alone.
-	loops   *loopEngine
+	loops *loopEngine
+	// h2 serves the TLS listener and the h2c connections the other
+	// engines hand over (h2engine.go).
+	h2      *h2Engine
 	ln      net.Listener
 	log     *slog.Logger
 	metrics *telemetry.Metrics
@@ -83,6 +86,8 @@ type Gateway struct {
 	// exchanges holds freed exchanges for reuse, which saves an allocation
 	// and a method value per request.
 	exchanges sync.Pool
+	// tunnels are the open WebSocket connections (websocket.go).
+	tunnels tunnels
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
@@ -116,8 +121,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	st.version = 1
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
+	g.h2 = newH2Engine(g, cfg)
 	g.server = &fasthttp.Server{
-		Handler:                      g.handle,
+		Handler:                      g.serveFast,
 		ReadTimeout:                  cfg.Server.ReadHeaderTimeout.D(),
 		IdleTimeout:                  cfg.Server.IdleTimeout.D(),
 		WriteTimeout:                 cfg.Server.WriteTimeout.D(), // a bound per write for streams: see paceClient
@@ -164,9 +170,23 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 	return fasthttp.RequestConfig{ReadTimeout: s.ReadTimeout.D(), MaxRequestBodySize: s.MaxBodyBytes}
 }
 
-// Serve accepts connections on ln until Shutdown. It returns nil after a
+// Serve accepts plaintext connections on ln until Shutdown: HTTP/1.1, and
+// HTTP/2 by prior knowledge or Upgrade: h2c. It returns nil after a
 // graceful shutdown.
 func (g *Gateway) Serve(ln net.Listener) error {
+	go g.h2.servePlain()
+	return g.serve(ln)
+}
+
+// ServeTLS accepts connections on ln, a TCP listener, and serves them over
+// TLS until Shutdown: HTTP/2 or HTTP/1.1, as the client's ALPN chooses, with
+// the certificates of the configuration's tls section (read again by every
+// Apply). It returns nil after a graceful shutdown.
+func (g *Gateway) ServeTLS(ln net.Listener) error {
+	return g.h2.serveTLS(ln)
+}
+
+func (g *Gateway) serve(ln net.Listener) error {
 	var err error
 	if g.engine == "loop" {
 		g.mu.Lock()
@@ -177,7 +197,7 @@ func (g *Gateway) Serve(ln net.Listener) error {
 			err = g.loops.serve(ln)
 		}
 	} else {
-		err = g.server.Serve(ln)
+		err = g.server.Serve(sniffListener{Listener: ln, h2: g.h2})
 	}
 	if g.closing.Load() {
 		return nil
@@ -185,9 +205,10 @@ func (g *Gateway) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting connections and waits for requests in flight to
-// finish, or for ctx to end; then it closes the remaining connections and
-// stops health checks.
+// Shutdown stops accepting connections and waits for requests in flight
+// and open WebSocket connections to finish, or for ctx to end; then it
+// closes the remaining connections (a WebSocket gets a close frame 1001
+// first) and stops health checks.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
 	g.mu.Lock()
@@ -204,9 +225,17 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	} else {
 		close(drained)
 	}
+	h2Done := make(chan error, 1)
+	go func() { h2Done <- g.h2.shutdown(ctx) }()
 	err := g.server.ShutdownWithContext(ctx)
 	<-drained
-	err = errors.Join(err, loopErr)
+	if loops != nil {
+		// fasthttp serves a listener given to it after its shutdown: the
+		// loops' hand-over listener, when the gateway is shut down before
+		// that serving began, would be served for ever.
+		_ = loops.handoff.Close()
+	}
+	err = errors.Join(err, loopErr, <-h2Done, g.tunnels.shutdown(ctx))
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutting down: requests still in flight at the deadline: %w", err)

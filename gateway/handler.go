@@ -30,6 +30,7 @@ type route struct {
 	// decide at once.
 	loop     bool
 	group    *coalesce.Group[string, *sharedResponse] // nil unless coalescing
+	grpc     grpcMethods                              // the gRPC calls that may be retried
 	policies *routePolicies                           // for /status and reuse across reloads
 	metrics  *telemetry.Route
 	inflight atomic.Int64
@@ -89,6 +90,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		rl = v
 	}
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
+	if isWebSocket(h) {
+		reason := g.serveWebSocket(ctx, rt, x.xff)
+		g.exchanges.Put(x.reset())
+		g.finish(ctx, rt, start, reason)
+		return
+	}
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
 		if rt.limit != nil {
 			rt.limit.setHeaders(&ctx.Response.Header, rl)

@@ -15,9 +15,16 @@ func (p *pool) start() {
 	p.once.Do(func() { go p.checkLoop() })
 }
 
-// stop ends the health checks. It is safe to call more than once.
+// stop ends the health checks and closes the idle HTTP/2 connections (the
+// upstream's and gRPC calls'). It is safe to call more than once.
 func (p *pool) stop() {
-	p.stopOnce.Do(func() { close(p.done) })
+	p.stopOnce.Do(func() {
+		close(p.done)
+		if p.h2 != nil {
+			p.h2.CloseIdleConnections()
+		}
+		p.closeGRPC()
+	})
 }
 
 // checkLoop checks every target once per interval until stop.
@@ -50,7 +57,7 @@ func (p *pool) check(t *target, path string, timeout time.Duration) bool {
 	req.Header.SetHost(t.client.Addr)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	dl := time.Now().Add(timeout)
-	if err := roundTrip(t.client, req, resp, trip{head: dl, deadline: dl}); err != nil {
+	if err := t.roundTrip(req, resp, trip{head: dl, deadline: dl}); err != nil {
 		return false
 	}
 	return resp.StatusCode() >= 200 && resp.StatusCode() < 400

@@ -323,8 +323,11 @@ func (cc *clientConn) leave() (net.Conn, error) {
 }
 
 // handOver gives the connection to the goroutine engine with the bytes of
-// its next request, once the client has read every response sent to it.
+// its next request, once the client has read every response sent to it;
+// or to the HTTP/2 engine when they are the HTTP/2 preface.
 func (cc *clientConn) handOver() gnet.Action {
+	buf, _ := cc.c.Peek(-1)
+	h2 := isH2CPreface(buf)
 	nc, err := cc.leave()
 	if nc == nil && err == nil {
 		return gnet.None
@@ -336,7 +339,11 @@ func (cc *clientConn) handOver() gnet.Action {
 		return gnet.Close
 	}
 	cc.l.e.handovers.Add(1)
-	cc.l.e.handoff.deliver(nc)
+	if h2 {
+		cc.l.e.g.h2.deliver(nc)
+	} else {
+		cc.l.e.handoff.deliver(nc)
+	}
 	return gnet.Close
 }
 

@@ -9,11 +9,14 @@ import (
 	"strings"
 	"time"
 
+	grpccodes "google.golang.org/grpc/codes"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/concurrency"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/retry"
 )
@@ -40,7 +43,7 @@ type routePolicies struct {
 // policies (old may be nil) where their settings are unchanged.
 func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, error) {
 	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream],
-		metrics: g.metrics.Route(rc.Name)}
+		grpc: newGRPCMethods(rc.GRPC), metrics: g.metrics.Route(rc.Name)}
 	var prev *routePolicies
 	if old != nil {
 		prev = old.policies
@@ -60,10 +63,10 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 // loopRoute reports whether event loops can serve the route: none of its
 // policies waits for another request (no coalescing, no concurrency queue)
 // or for a store (no rate limit on Redis), and its targets speak plain
-// HTTP. (A retry's wait is a timer on the loop.)
+// HTTP/1.1. (A retry's wait is a timer on the loop.)
 func loopRoute(rc *config.Route, st *state, p *pool) bool {
 	pc := &rc.Policies
-	if pc.Coalesce || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
+	if pc.Coalesce || p.h2 != nil || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
 		(pc.RateLimit != nil && st.cfg.Store.Kind == "redis") {
 		return false
 	}
@@ -183,9 +186,12 @@ func retryOn(on []string) func(sluice.Result) bool {
 		var ue *UpstreamError
 		var se *StatusError
 		var fe *finalError
+		var ge *answer.GRPCStatusError
 		switch {
 		case errors.As(r.Err, &fe):
 			return false
+		case errors.As(r.Err, &ge):
+			return ge.Code == grpccodes.Unavailable // gRPC's own guidance
 		case errors.As(r.Err, &ue) && ue.Connect:
 			return connect
 		case errors.Is(r.Err, sluice.ErrTimeout):

@@ -160,7 +160,7 @@ func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	if resp == nil {
 		resp = fasthttp.AcquireResponse()
 	}
-	err := roundTrip(t.client, req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
+	err := t.roundTrip(req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
 	if err != nil {
 		if resp != x.direct {
 			fasthttp.ReleaseResponse(resp)

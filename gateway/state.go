@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -16,6 +18,9 @@ type state struct {
 	pools   map[string]*pool
 	trusted trustedProxies
 	store   *store
+	// tls is the TLS listener's handshake configuration, with the
+	// certificates read for this state; nil without a TLS listener.
+	tls     *tls.Config
 	version uint64
 }
 
@@ -35,6 +40,19 @@ func (s *state) route(req request) *route {
 func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	st := &state{cfg: cfg, pools: map[string]*pool{}, trusted: parseTrusted(cfg.TrustedProxies)}
 	var err error
+	if st.tls, err = serverTLS(cfg.TLS); err != nil {
+		return nil, err
+	}
+	clientTLS := make(map[string]*tls.Config, len(cfg.Upstreams))
+	var errs []error
+	for name, ucfg := range cfg.Upstreams {
+		if clientTLS[name], err = upstreamTLS(name, ucfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	if old != nil && reflect.DeepEqual(old.cfg.Store, cfg.Store) {
 		st.store = old.store
 	} else if st.store, err = newStore(cfg.Store, g); err != nil {
@@ -42,12 +60,12 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	}
 	for name, ucfg := range cfg.Upstreams {
 		if old != nil {
-			if p := old.pools[name]; p != nil && reflect.DeepEqual(p.cfg, ucfg) {
+			if p := old.pools[name]; p != nil && reflect.DeepEqual(p.cfg, ucfg) && sameClientTLS(p.tls, clientTLS[name]) {
 				st.pools[name] = p
 				continue
 			}
 		}
-		st.pools[name] = newPool(name, ucfg, g)
+		st.pools[name] = newPool(name, ucfg, clientTLS[name], g)
 	}
 	var oldRoutes map[string]*route
 	if old != nil {

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -19,8 +21,11 @@ import (
 
 // target is one server of an upstream pool.
 type target struct {
-	url      string // scheme://host:port, as configured
-	client   *fasthttp.HostClient
+	url    string // scheme://host:port, as configured
+	client *fasthttp.HostClient
+	// h2 is the pool's HTTP/2 transport when the upstream speaks h2 or
+	// h2c, which then carries the requests instead of client.
+	h2       *http.Transport
 	inflight atomic.Int64
 	// healthy is the verdict of the last active health check; true when the
 	// pool has no active checks.
@@ -44,11 +49,13 @@ type passiveHealth interface {
 
 // upstreamClient returns the connection pool of one target, for
 // roundTrip. A connection unused for idle is closed; connecting takes at
-// most connect (less when the request's deadline is sooner).
-func upstreamClient(u *url.URL, maxConns int, idle, connect time.Duration) *fasthttp.HostClient {
+// most connect (less when the request's deadline is sooner). tc configures
+// TLS to an https target; nil means the defaults.
+func upstreamClient(u *url.URL, maxConns int, idle, connect time.Duration, tc *tls.Config) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
 		Addr:                     hostPort(u),
 		IsTLS:                    u.Scheme == "https",
+		TLSConfig:                tc,
 		MaxConns:                 maxConns,
 		MaxIdleConnDuration:      idle,
 		NoDefaultUserAgentHeader: true,
@@ -77,11 +84,18 @@ type pool struct {
 	cfg     *config.Upstream
 	targets []*target
 	pick    func(p *pool, avoid *target) *target
-	rr      atomic.Uint64
-	clock   clock.Clock
-	log     *slog.Logger
+	// tls is the client TLS configuration of the upstream's tls section;
+	// nil without one.
+	tls *tls.Config
+	// h2 carries the requests of an h2 or h2c upstream, over connections
+	// that concurrent requests share; nil for http1.
+	h2    *http.Transport
+	rr    atomic.Uint64
+	clock clock.Clock
+	log   *slog.Logger
 
-	once     sync.Once // starts health checks
+	grpc     grpcTransport // gRPC calls' HTTP/2 client (grpcproxy.go)
+	once     sync.Once     // starts health checks
 	stopOnce sync.Once
 	done     chan struct{} // closed by stop
 }
@@ -155,14 +169,19 @@ var balancers = map[string]func(*pool, *target) *target{
 	"p2c":            pickP2C,
 }
 
-// newPool builds an upstream from its configuration, with a passive-health
-// breaker per target: five failures in a row take a target out for five
-// seconds, then one probe decides.
-func newPool(name string, cfg *config.Upstream, g *Gateway) *pool {
-	p := &pool{name: name, cfg: cfg, pick: balancers[cfg.Balance], clock: g.clock, log: g.log, done: make(chan struct{})}
+// newPool builds an upstream from its configuration and its client TLS
+// configuration tc (see upstreamTLS), with a passive-health breaker per
+// target: five failures in a row take a target out for five seconds, then
+// one probe decides.
+func newPool(name string, cfg *config.Upstream, tc *tls.Config, g *Gateway) *pool {
+	p := &pool{name: name, cfg: cfg, pick: balancers[cfg.Balance], clock: g.clock, log: g.log, done: make(chan struct{}), tls: tc}
+	if cfg.Protocol != "http1" {
+		p.h2 = h2Transport(cfg, tc)
+	}
 	for _, raw := range cfg.Targets {
 		u, _ := url.Parse(raw) // validated by config
-		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D(), cfg.ConnectTimeout.D()), wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D()}
+		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D(), cfg.ConnectTimeout.D(), tc), h2: p.h2,
+			wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D()}
 		t.healthy.Store(true)
 		b, err := breaker.New(breaker.Options{
 			Name:                "target " + raw,

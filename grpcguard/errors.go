@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/answer"
 )
 
 // PushbackKey is the metadata key of gRPC's retry pushback: a server that
@@ -62,20 +63,9 @@ func StatusFor(err error) *status.Status {
 	return status.New(code, err.Error())
 }
 
-// guardCode is the code of a policy's error: a rejection or a timeout.
-func guardCode(err error) (codes.Code, bool) {
-	var rej *sluice.Rejection
-	switch {
-	case errors.As(err, &rej):
-		if rej.Reason == sluice.RateLimited {
-			return codes.ResourceExhausted, true
-		}
-		return codes.Unavailable, true
-	case errors.Is(err, sluice.ErrTimeout):
-		return codes.DeadlineExceeded, true
-	}
-	return 0, false
-}
+// guardCode is the code of a policy's error: a rejection or a timeout,
+// coded as the gateway codes them (answer.PolicyCode).
+func guardCode(err error) (codes.Code, bool) { return answer.PolicyCode(err) }
 
 // Error returns err as an error that gRPC sends, and status.FromError
 // reads, as StatusFor(err), and that still matches err's chain

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -60,15 +61,9 @@ var DefaultRetryableCodes = []codes.Code{codes.Unavailable}
 // RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE and DATA_LOSS. The other codes
 // (NOT_FOUND, INVALID_ARGUMENT, ALREADY_EXISTS, PERMISSION_DENIED,
 // UNAUTHENTICATED, FAILED_PRECONDITION, ABORTED, OUT_OF_RANGE,
-// UNIMPLEMENTED) describe the caller's request and do not.
-func DefaultIsFailure(code codes.Code) bool {
-	switch code {
-	case codes.Unknown, codes.DeadlineExceeded, codes.ResourceExhausted,
-		codes.Internal, codes.Unavailable, codes.DataLoss:
-		return true
-	}
-	return false
-}
+// UNIMPLEMENTED) describe the caller's request and do not. The gateway
+// classifies its gRPC routes' calls alike.
+func DefaultIsFailure(code codes.Code) bool { return answer.IsGRPCFailure(code) }
 
 // Methods returns a RetryableMethods function that reports true for the
 // full method names given ("/package.Service/Method") and false for every

@@ -95,6 +95,13 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
+	var tlsLn net.Listener
+	if cfg.TLS != nil {
+		if tlsLn, err = net.Listen("tcp", cfg.TLS.Listen); err != nil {
+			ln.Close()
+			return fmt.Errorf("tls listening: %w", err)
+		}
+	}
 	reload := func() error {
 		next, err := config.Load(path)
 		if err != nil {
@@ -103,8 +110,9 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 		}
 		// Apply builds next fully before it swaps it in, so a file that
 		// validates but cannot be built is refused as well.
-		if next.Listen != cfg.Listen || next.Admin != cfg.Admin || next.Server.Engine != cfg.Server.Engine {
-			log.Warn("listen, admin and server.engine changes take effect only after a restart")
+		if next.Listen != cfg.Listen || next.Admin != cfg.Admin || next.Server.Engine != cfg.Server.Engine ||
+			tlsListen(next) != tlsListen(cfg) || next.Server.HTTP2 != cfg.Server.HTTP2 {
+			log.Warn("listen, admin, tls.listen, server.engine and server.http2 changes take effect only after a restart")
 		}
 		return g.Apply(next)
 	}
@@ -114,6 +122,9 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 		aln, err := net.Listen("tcp", cfg.Admin.Listen)
 		if err != nil {
 			ln.Close()
+			if tlsLn != nil {
+				tlsLn.Close()
+			}
 			return fmt.Errorf("admin listening: %w", err)
 		}
 		adminAddr = aln.Addr()
@@ -138,13 +149,18 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 			changes = c
 		}
 	}
-	served := make(chan error, 1)
+	served, servers := make(chan error, 2), 1
 	go func() { served <- g.Serve(ln) }()
+	tlsAddr := "off"
+	if tlsLn != nil {
+		tlsAddr, servers = tlsLn.Addr().String(), 2
+		go func() { served <- g.ServeTLS(tlsLn) }()
+	}
 	admin := cfg.Admin.Listen // "off"
 	if adminAddr != nil {
 		admin = adminAddr.String() // the bound address, when the port was 0
 	}
-	log.Info("sluice serving", "listen", ln.Addr().String(), "admin", admin, "routes", len(cfg.Routes))
+	log.Info("sluice serving", "listen", ln.Addr().String(), "tls", tlsAddr, "admin", admin, "routes", len(cfg.Routes))
 	if ready != nil {
 		ready(ln.Addr(), adminAddr, g)
 	}
@@ -172,10 +188,20 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 	if adminSrv != nil {
 		_ = adminSrv.Shutdown(sctx)
 	}
-	if serr := <-served; serr != nil && !errors.Is(serr, net.ErrClosed) {
-		return serr
+	for range servers {
+		if serr := <-served; serr != nil && !errors.Is(serr, net.ErrClosed) {
+			return serr
+		}
 	}
 	return err
+}
+
+// tlsListen is the TLS listener's address in cfg, "" without one.
+func tlsListen(cfg *config.Config) string {
+	if cfg.TLS == nil {
+		return ""
+	}
+	return cfg.TLS.Listen
 }
 
 // watchFile reports changes of the file at path. It watches the directory,

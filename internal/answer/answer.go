@@ -1,7 +1,9 @@
-// Package answer is the HTTP vocabulary sluice answers in, shared by the
-// gateway and httpguard so that both answer the same error alike: the
-// status and reason of every rejection and failure, the JSON error body,
-// Retry-After read and written, and the RateLimit headers.
+// Package answer is the vocabulary sluice answers in, shared by the
+// gateway, httpguard and grpcguard so that all answer the same error
+// alike: the HTTP status and reason of every rejection and failure, the
+// JSON error body, Retry-After read and written, and the RateLimit
+// headers; and for gRPC, the status code of every rejection and failure
+// and which codes count as failures (grpc.go).
 package answer
 
 import (

@@ -1,0 +1,386 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/answer"
+)
+
+// A gRPC call (an HTTP/2 request whose Content-Type is gRPC's, see isGRPC)
+// goes through its route's policies as any request does, with gRPC's
+// meaning:
+//
+//   - a rejection, a timeout or an upstream that cannot be reached is
+//     answered in gRPC (HTTP 200, Trailers-Only, see writeGRPCError);
+//   - the call's grpc-timeout bounds it, every attempt included, and each
+//     attempt tells the upstream what is left of it (the route's timeout
+//     may bound an attempt sooner); server.read_timeout does not bound
+//     its request, which may stream for as long as the call lasts;
+//   - an attempt's outcome is the upstream's grpc-status, read from its
+//     trailers: UNAVAILABLE, INTERNAL, RESOURCE_EXHAUSTED,
+//     DEADLINE_EXCEEDED (see answer.IsGRPCFailure) fail it although its
+//     HTTP status is 200, so breakers, adaptive limits and retries see
+//     them; a call ends, for the policies, when its trailers arrive;
+//   - only the calls the route's grpc.idempotent names are retried (on
+//     UNAVAILABLE, and on what retry.on names of connect_error and
+//     timeout), and only while nothing of the answer was sent: their
+//     request is read whole first (up to maxReplayBody) and their answer
+//     too (up to maxReplayBody, then it streams and is final);
+//   - a static fallback never answers a gRPC call.
+//
+// Calls go upstream over HTTP/2, whatever the upstream's protocol: over
+// its own transport when it is h2 or h2c, else h2c to http:// targets and
+// h2 (TLS) to https:// ones.
+
+// grpcCall is one gRPC call on its way upstream, across attempts.
+type grpcCall struct {
+	rt   *route
+	w    http.ResponseWriter
+	r    *http.Request
+	xff  string
+	body []byte    // the request, read whole when the call may be retried
+	rest io.Reader // the request when it streams
+	sent bool      // rest was given to an attempt
+	// hold: the call may be retried, so an answer is read whole before any
+	// of it is sent.
+	hold  bool
+	held  *heldAnswer // the last attempt's answer, read whole
+	wrote bool        // an answer was sent to the client (headers at least)
+}
+
+// heldAnswer is an upstream's gRPC answer read whole.
+type heldAnswer struct {
+	header, trailer http.Header
+	body            []byte
+}
+
+// serveGRPC serves the gRPC call r on rt and returns the reason for the
+// log ("" when the upstream's answer was passed on). It drives the route's
+// lifecycle as the other engines do (see call), with gRPC's outcomes.
+func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, rt *route) string {
+	xff, err := stdLimit(r, st, rt)
+	if err != nil {
+		return writeGRPCError(w, err)
+	}
+	ctx := r.Context()
+	if d, ok := parseGRPCTimeout(r.Header.Get(hdrGRPCTimeout)); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d) // on the wall clock, as attempts' deadlines
+		defer cancel()
+	}
+	// A call's request is bounded by the call's deadline, not by
+	// server.read_timeout, which bounds reading an HTTP request whole: a
+	// stream may last.
+	dl, _ := ctx.Deadline() // zero: none
+	_ = http.NewResponseController(w).SetReadDeadline(dl)
+	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), rest: r.Body}
+	if rt.policies.retry != nil && rt.grpc.idempotent(r.URL.Path) {
+		if reason := c.readRequest(); reason != "" {
+			return reason
+		}
+	}
+	err = c.run(ctx)
+	switch {
+	case c.wrote:
+	case c.held != nil:
+		c.sendHeld()
+	default:
+		return writeGRPCError(w, err)
+	}
+	_, reason := answer.GRPCClassify(err)
+	return reason
+}
+
+// run drives the call's attempts through the route's lifecycle until one
+// is not retried, and returns the last one's error (nil when it held or
+// passed on an answer that is not a failure).
+func (c *grpcCall) run(ctx context.Context) error {
+	var cl call
+	cl.start(c.rt.life, !c.hold)
+	for {
+		a, err := cl.begin()
+		if err != nil {
+			return err
+		}
+		err = c.attempt(ctx, &a)
+		delay, again, err := cl.end(&a, http.StatusOK, nil, err)
+		if !again {
+			return err
+		}
+		if !sleepCtx(ctx, c.rt.life, delay) {
+			cl.cancelled(err)
+			return err
+		}
+	}
+}
+
+// sleepCtx waits d on lc's clock before another attempt; it returns false
+// when ctx ended meanwhile.
+func sleepCtx(ctx context.Context, lc *lifecycle, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := lc.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// readRequest reads the call's request whole, so that it can be sent
+// again, up to maxReplayBody: a longer one streams, and the call is sent
+// once. It answers and returns the reason when the request cannot be read.
+func (c *grpcCall) readRequest() string {
+	b, err := io.ReadAll(io.LimitReader(c.r.Body, maxReplayBody+1))
+	if err != nil {
+		return writeGRPCError(c.w, errClientBody)
+	}
+	if len(b) > maxReplayBody {
+		c.rest = io.MultiReader(bytes.NewReader(b), c.r.Body)
+		return ""
+	}
+	c.body, c.rest, c.hold = b, nil, true
+	return ""
+}
+
+// attempt sends the call to a's target, within the route's timeout from
+// the attempt's start, and reads or passes on its answer. Its error is
+// what the route's policies see: the upstream's failing grpc-status
+// (*answer.GRPCStatusError), a failing HTTP status (*StatusError) or an
+// *UpstreamError; final when the call may not be sent again.
+func (c *grpcCall) attempt(ctx context.Context, a *attempt) error {
+	c.held = nil
+	if c.body == nil && c.sent {
+		return errNotReplayable
+	}
+	if d := c.rt.life.timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, a.start.Add(d))
+		defer cancel()
+	}
+	err := c.exchange(ctx, a.t)
+	if err != nil && (c.wrote || !c.hold) {
+		// Sent once: the call is not idempotent (its request streamed to
+		// the target, which closes it on failure), or its answer is on
+		// its way to the client.
+		err = &finalError{err}
+	}
+	return err
+}
+
+// exchange sends the call to t and reads its answer: held whole when the
+// call may be retried, passed on as it comes otherwise.
+func (c *grpcCall) exchange(ctx context.Context, t *target) error {
+	out, err := c.request(ctx, t)
+	if err != nil {
+		return &UpstreamError{Target: t.url, Err: err}
+	}
+	tr := t.h2 // an h2 or h2c upstream's own transport
+	if tr == nil {
+		tr = c.rt.pool.grpcTransport()
+	}
+	resp, err := tr.RoundTrip(out)
+	if err != nil {
+		return upstreamError(t, grpcCause(ctx, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplayBody))
+		ra, _ := answer.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return &StatusError{StatusCode: resp.StatusCode, RetryAfter: ra}
+	}
+	if c.hold {
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplayBody+1))
+		switch {
+		case err != nil:
+			return upstreamError(t, grpcCause(ctx, err))
+		case len(b) <= maxReplayBody:
+			c.held = &heldAnswer{header: resp.Header, trailer: resp.Trailer, body: b}
+			return grpcStatus(resp.Header, resp.Trailer)
+		}
+		// Too long to hold: it streams, and the call is final.
+		return c.pass(ctx, t, resp, b)
+	}
+	return c.pass(ctx, t, resp, nil)
+}
+
+// request builds the upstream request of an attempt to t: the client's
+// path and end-to-end headers, the gateway's X-Forwarded-*, TE: trailers
+// (gRPC's), and what is left of the call's deadline as grpc-timeout.
+func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error) {
+	var body io.Reader = c.rest
+	if c.body != nil {
+		body = bytes.NewReader(c.body)
+	} else {
+		c.sent = true
+	}
+	scheme := "http://"
+	if t.client.IsTLS {
+		scheme = "https://"
+	}
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.client.Addr+c.r.URL.RequestURI(), body)
+	if err != nil {
+		return nil, err
+	}
+	if c.body == nil {
+		out.ContentLength = -1
+	} else {
+		out.ContentLength = int64(len(c.body))
+	}
+	conn := []byte(strings.Join(c.r.Header.Values("Connection"), ", "))
+	for k, vs := range c.r.Header {
+		if isHop([]byte(k), conn) || forwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
+			continue
+		}
+		out.Header[k] = vs
+	}
+	out.Header.Set("Te", "trailers")
+	out.Header.Set("X-Forwarded-For", c.xff)
+	out.Header.Set("X-Forwarded-Host", c.r.Host)
+	out.Header.Set("X-Forwarded-Proto", stdScheme(c.r))
+	if dl, ok := ctx.Deadline(); ok {
+		out.Header.Set(hdrGRPCTimeout, formatGRPCTimeout(time.Until(dl)))
+	}
+	return out, nil
+}
+
+// pass sends the upstream's answer to the client as it comes, first what
+// was read of it (read), each read flushed, then its trailers. It returns
+// the answer's grpc-status as an error (see grpcStatus); when the upstream
+// breaks off the answer, the client's answer ends with UNAVAILABLE (or
+// DEADLINE_EXCEEDED) in its trailers.
+func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, read []byte) error {
+	h := c.w.Header()
+	copyEndToEnd(h, resp.Header)
+	for k := range resp.Trailer { // announced, and sent once the body ends
+		h.Add("Trailer", k)
+	}
+	c.w.WriteHeader(http.StatusOK)
+	c.wrote = true
+	if resp.Header.Get(hdrGRPCStatus) != "" {
+		// Trailers-Only: the headers go with the end of the stream, once
+		// the handler returns, as they came.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplayBody))
+		return grpcStatus(resp.Header, nil)
+	}
+	rc := http.NewResponseController(c.w)
+	_ = rc.Flush()
+	if len(read) > 0 {
+		if _, err := c.w.Write(read); err != nil {
+			return errClientGone
+		}
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := c.w.Write(buf[:n]); werr != nil {
+				return errClientGone
+			}
+			_ = rc.Flush()
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			uerr := upstreamError(t, grpcCause(ctx, err))
+			code, _ := answer.GRPCClassify(uerr)
+			h.Set(http.TrailerPrefix+hdrGRPCStatus, strconv.Itoa(int(code)))
+			h.Set(http.TrailerPrefix+hdrGRPCMessage, encodeGRPCMessage(uerr.Error()))
+			return uerr
+		}
+	}
+	for k, vs := range resp.Trailer {
+		h[http.TrailerPrefix+k] = vs
+	}
+	return grpcStatus(resp.Header, resp.Trailer)
+}
+
+// sendHeld sends the answer the last attempt held.
+func (c *grpcCall) sendHeld() {
+	a := c.held
+	h := c.w.Header()
+	copyEndToEnd(h, a.header)
+	for k, vs := range a.trailer {
+		h[http.TrailerPrefix+k] = vs
+	}
+	c.w.WriteHeader(http.StatusOK)
+	if len(a.body) > 0 {
+		_, _ = c.w.Write(a.body)
+	}
+}
+
+// copyEndToEnd adds src's end-to-end headers to dst.
+func copyEndToEnd(dst, src http.Header) {
+	conn := []byte(strings.Join(src.Values("Connection"), ", "))
+	for k, vs := range src {
+		if isHop([]byte(k), conn) || k == "Content-Length" {
+			continue
+		}
+		dst[k] = append(dst[k], vs...)
+	}
+}
+
+// grpcCause is err, or, when ctx ended first, ctx's cause: an attempt cut
+// by its deadline is a timeout, one whose client left is cancelled.
+func grpcCause(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(cerr, context.Canceled) {
+			return errClientGone
+		}
+		return cerr
+	}
+	return err
+}
+
+// grpcTransport is a pool's HTTP/2 client for gRPC calls: h2c to http://
+// targets, h2 to https:// ones, with the upstream's connect, response
+// header and idle timeouts. Built at first use; closed by stop.
+type grpcTransport struct {
+	once sync.Once
+	tr   *http.Transport
+}
+
+func (p *pool) grpcTransport() *http.Transport {
+	p.grpc.once.Do(func() {
+		protos := new(http.Protocols)
+		protos.SetHTTP2(true)
+		protos.SetUnencryptedHTTP2(true)
+		d := &net.Dialer{Timeout: p.cfg.ConnectTimeout.D()}
+		tr := &http.Transport{
+			Protocols:             protos,
+			DialContext:           d.DialContext,
+			ResponseHeaderTimeout: p.cfg.ResponseHeaderTimeout.D(),
+			IdleConnTimeout:       p.cfg.IdleTimeout.D(),
+			DisableCompression:    true,
+		}
+		for _, t := range p.targets {
+			if t.client.TLSConfig != nil {
+				tr.TLSClientConfig = t.client.TLSConfig.Clone()
+				break
+			}
+		}
+		p.grpc.tr = tr
+	})
+	return p.grpc.tr
+}
+
+// closeGRPC closes the idle connections of the pool's gRPC transport.
+func (p *pool) closeGRPC() {
+	p.grpc.once.Do(func() {}) // none is built after this
+	if p.grpc.tr != nil {
+		p.grpc.tr.CloseIdleConnections()
+	}
+}

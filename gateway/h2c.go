@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/valyala/fasthttp"
+)
+
+// h2cPreface starts every HTTP/2 connection without TLS whose client knows
+// the server speaks it (RFC 9113 section 3.3).
+var h2cPreface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+
+// isH2CPreface reports whether b, the first bytes of a connection, start
+// the HTTP/2 preface (in full, or as much of it as has arrived).
+func isH2CPreface(b []byte) bool {
+	n := min(len(b), len(h2cPreface))
+	return n > 0 && bytes.Equal(b[:n], h2cPreface[:n])
+}
+
+// serveFast is the goroutine engine's handler: it hands a connection whose
+// request asks to upgrade to h2c to the HTTP/2 engine, and serves every
+// other request itself (handle). (A connection that starts with the
+// HTTP/2 preface never gets here: the loops and sniffConn hand it over
+// first.)
+func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
+	if h := &ctx.Request.Header; h2cUpgrade(h) {
+		// The request's head is given again to the HTTP/2 engine, which
+		// answers 101 and then the request over HTTP/2, and reads what
+		// follows on the connection.
+		head := append([]byte(nil), h.Header()...)
+		ctx.HijackSetNoResponse(true)
+		ctx.Hijack(func(c net.Conn) { g.h2.upgrade(c, head) })
+		return
+	}
+	g.handle(ctx)
+}
+
+// h2cUpgrade reports whether h is a request without a body asking to
+// upgrade to h2c, with its settings (RFC 7540 section 3.2). A request with
+// a body is served on HTTP/1.1, as the upgrade lets a server choose.
+func h2cUpgrade(h *fasthttp.RequestHeader) bool {
+	up := h.Peek("Upgrade")
+	cl := h.ContentLength() // -2: no length and not chunked, so no body
+	return len(up) > 0 && hasToken(up, "h2c") && (cl == 0 || cl == -2) && len(h.Peek("Http2-Settings")) > 0
+}
+
+// sniffListener gives the goroutine engine, when it serves the plaintext
+// listener itself, connections that hand themselves to the HTTP/2 engine
+// when they start with the HTTP/2 preface (which fasthttp cannot parse).
+type sniffListener struct {
+	net.Listener
+	h2 *h2Engine
+}
+
+func (l sniffListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &sniffConn{Conn: c, h2: l.h2}, nil
+}
+
+// sniffConn looks at the first bytes read from a connection: the HTTP/2
+// preface gives the connection, with those bytes, to the HTTP/2 engine, and
+// its reader sees the end of the connection; anything else is read as it
+// came. Only the goroutine that serves the connection uses it.
+type sniffConn struct {
+	net.Conn
+	h2      *h2Engine
+	sniffed bool
+	gone    bool // handed over: Close leaves the connection alone
+}
+
+func (c *sniffConn) Read(p []byte) (int, error) {
+	if c.sniffed {
+		return c.Conn.Read(p)
+	}
+	c.sniffed = true
+	n, err := c.Conn.Read(p)
+	for err == nil && n < len(h2cPreface) && n < len(p) && isH2CPreface(p[:n]) {
+		var m int
+		m, err = c.Conn.Read(p[n:])
+		n += m
+	}
+	if n < len(h2cPreface) || !isH2CPreface(p[:n]) {
+		return n, err
+	}
+	c.gone = true
+	c.h2.deliver(&prefixConn{Conn: c.Conn, prefix: bytes.Clone(p[:n])})
+	return 0, io.EOF
+}
+
+func (c *sniffConn) Close() error {
+	if c.gone {
+		return nil
+	}
+	return c.Conn.Close()
+}
+
+// SyscallConn gives the socket while the connection is the goroutine
+// engine's (see clientWatch).
+func (c *sniffConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok || c.gone {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}

@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/sluicehq/sluice/config"
+)
+
+// h2Engine is the third engine, on net/http: it serves the TLS listener
+// (HTTP/2 and HTTP/1.1, chosen by ALPN) and the plaintext connections that
+// speak HTTP/2 without TLS (h2c), which the loops and the goroutine engine
+// hand over to it (h2c.go). Its requests drive the same lifecycle as the
+// other engines' (h2handler.go). HTTP/2 flow control paces a client that
+// sends a body faster than the upstream takes it, as TCP does on HTTP/1.1;
+// the limits are server.http2's and server.max_header_bytes, fixed when
+// the gateway is made (a reload does not change them; certificates and
+// tls.min_version it does).
+type h2Engine struct {
+	g     *Gateway
+	srv   *http.Server
+	plain *handoffListener // h2c connections handed over
+	ctxs  sync.Pool        // *fasthttp.RequestCtx for ServeHTTP
+	up    upgrades         // connections upgraded to h2c (h2cupgrade.go)
+
+	mu      sync.Mutex // protects serving
+	serving sync.WaitGroup
+	closed  bool
+}
+
+// newH2Engine makes the engine for the configuration the gateway starts
+// with; it serves nothing until servePlain and serveTLS.
+func newH2Engine(g *Gateway, cfg *config.Config) *h2Engine {
+	e := &h2Engine{g: g, plain: newHandoffListener(h2cAddr{})}
+	s := cfg.Server
+	e.srv = &http.Server{
+		Handler:           e.handler(cfg),
+		ReadHeaderTimeout: s.ReadHeaderTimeout.D(),
+		ReadTimeout:       s.ReadTimeout.D(),
+		IdleTimeout:       s.IdleTimeout.D(),
+		MaxHeaderBytes:    s.MaxHeaderBytes,
+		Protocols:         new(http.Protocols),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:      s.HTTP2.MaxConcurrentStreams,
+			MaxReceiveBufferPerStream: s.HTTP2.MaxStreamBufferBytes,
+			// A client that reads nothing for write_timeout loses its
+			// connection, as on HTTP/1.1 (each response's writes are
+			// bounded by it too: see h2handler.go).
+			WriteByteTimeout: s.WriteTimeout.D(),
+		},
+		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+	e.srv.Protocols.SetHTTP1(true)
+	e.srv.Protocols.SetHTTP2(true)
+	e.srv.Protocols.SetUnencryptedHTTP2(true)
+	return e
+}
+
+// servePlain serves the h2c connections handed over until shutdown.
+func (e *h2Engine) servePlain() {
+	if err := e.serve(e.plain); err != nil {
+		e.g.log.Error("serving h2c", "error", err)
+	}
+}
+
+// serveTLS serves TLS on ln until shutdown, with the certificates and
+// minimum version of the configuration in force at each handshake.
+func (e *h2Engine) serveTLS(ln net.Listener) error {
+	return e.serve(tls.NewListener(ln, &tls.Config{
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			if c := e.g.state.Load().tls; c != nil {
+				return c, nil
+			}
+			return nil, errNoTLS
+		},
+	}))
+}
+
+var errNoTLS = errors.New("the configuration has no tls section")
+
+func (e *h2Engine) serve(ln net.Listener) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	e.serving.Add(1)
+	e.mu.Unlock()
+	defer e.serving.Done()
+	err := e.srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// deliver gives the engine a plaintext connection that speaks h2c (its
+// bytes read so far put back in front), or closes it once the engine is
+// shutting down.
+func (e *h2Engine) deliver(c net.Conn) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		_ = c.Close()
+		return
+	}
+	e.plain.deliver(c)
+}
+
+// shutdown stops the listeners and waits for the engine's requests to
+// finish, or for ctx to end; then it closes the remaining connections.
+func (e *h2Engine) shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	upgraded := make(chan error, 1)
+	go func() { upgraded <- e.shutdownUpgrades(ctx) }()
+	err := e.srv.Shutdown(ctx)        // closes the listeners it serves
+	_ = e.plain.Close()               // in case it did not serve it yet
+	for drained := false; !drained; { // connections delivered but not accepted
+		select {
+		case c := <-e.plain.ch:
+			_ = c.Close()
+		default:
+			drained = true
+		}
+	}
+	if err != nil {
+		err = errors.Join(fmt.Errorf("HTTP/2 and TLS connections: %w", err), e.srv.Close())
+	}
+	if uerr := <-upgraded; uerr != nil {
+		err = errors.Join(err, fmt.Errorf("connections upgraded to h2c: %w", uerr))
+	}
+	e.serving.Wait()
+	return err
+}
+
+// h2cAddr is the address of the listener of handed-over connections.
+type h2cAddr struct{}
+
+func (h2cAddr) Network() string { return "h2c" }
+func (h2cAddr) String() string  { return "handed over" }

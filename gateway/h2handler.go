@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// ServeHTTP serves one request of the HTTP/2 and TLS engine through the
+// same handler as the goroutine engine's: the request becomes a
+// fasthttp request on a connection of its own kind (h2Conn), the route's
+// lifecycle runs, and its response is written back through w, streamed
+// as it arrives.
+func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, _ := e.ctxs.Get().(*fasthttp.RequestCtx)
+	if ctx == nil {
+		ctx = new(fasthttp.RequestCtx)
+	}
+	defer e.ctxs.Put(ctx)
+	rc := http.NewResponseController(w)
+	conn := &h2Conn{remote: tcpAddr(r.RemoteAddr), tls: r.TLS, rc: rc}
+	ctx.Init2(conn, fasthttpLogger{e.g.log}, true)
+	ctx.Request.Reset()
+	ctx.Response.Reset()
+	defer func() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+	}()
+	toFast(&ctx.Request, r)
+	if e.g.serveStd(ctx, w, r) {
+		return
+	}
+	e.g.handle(ctx)
+	e.writeBack(w, r, rc, &ctx.Response)
+}
+
+// toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's
+// method, target, host and headers, and r's body as its stream.
+func toFast(req *fasthttp.Request, r *http.Request) {
+	h := &req.Header
+	h.SetMethod(r.Method)
+	h.SetRequestURI(r.RequestURI)
+	h.SetProtocolBytes(http11)
+	h.SetHost(r.Host)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+		req.SetBodyStream(r.Body, int(r.ContentLength)) // -1: of unknown length
+	}
+}
+
+// writeBack sends resp through w: its status, its headers but the
+// hop-by-hop ones, and its body, flushed as it arrives from a stream, each
+// write bounded by server.write_timeout.
+func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, resp *fasthttp.Response) {
+	wh := w.Header()
+	var conn []byte
+	resp.Header.VisitAll(func(k, v []byte) {
+		if equalName(k, "Connection") {
+			conn = append(conn, v...)
+		}
+	})
+	resp.Header.VisitAll(func(k, v []byte) {
+		if !isHop(k, conn) && !equalName(k, "Content-Length") && !equalName(k, "Date") {
+			wh[http.CanonicalHeaderKey(string(k))] = append(wh[http.CanonicalHeaderKey(string(k))], string(v))
+		}
+	})
+	if r.ProtoMajor == 1 && resp.ConnectionClose() {
+		wh.Set("Connection", "close")
+	}
+	stream := resp.BodyStream()
+	if cl := resp.Header.ContentLength(); cl >= 0 && (stream != nil || r.Method == http.MethodHead) {
+		wh.Set("Content-Length", itoa(cl))
+	}
+	code := resp.StatusCode()
+	w.WriteHeader(code)
+	wt := e.g.state.Load().cfg.Server.WriteTimeout.D()
+	if stream == nil {
+		if r.Method != http.MethodHead {
+			_ = rc.SetWriteDeadline(time.Now().Add(wt))
+			_, _ = w.Write(resp.Body())
+		}
+		return
+	}
+	defer resp.CloseBodyStream()
+	if r.Method == http.MethodHead {
+		return
+	}
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	for {
+		n, err := stream.Read(*buf)
+		if n > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(wt))
+			if _, werr := w.Write((*buf)[:n]); werr != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				// The body broke off: the client must not take what it
+				// got for the whole.
+				panic(http.ErrAbortHandler)
+			}
+			return
+		}
+	}
+}
+
+// copyBufs holds the buffers response bodies stream through.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// h2Conn is what the goroutine engine's handler sees as the connection of a
+// request of the HTTP/2 and TLS engine: its peer's address, whether it is
+// TLS, and write deadlines that bound the response's writes. It is never
+// read or written: the engine does that.
+type h2Conn struct {
+	remote net.Addr
+	tls    *tls.ConnectionState
+	rc     *http.ResponseController
+}
+
+func (c *h2Conn) Read([]byte) (int, error)           { return 0, net.ErrClosed }
+func (c *h2Conn) Write([]byte) (int, error)          { return 0, net.ErrClosed }
+func (c *h2Conn) Close() error                       { return nil }
+func (c *h2Conn) LocalAddr() net.Addr                { return h2cAddr{} }
+func (c *h2Conn) RemoteAddr() net.Addr               { return c.remote }
+func (c *h2Conn) SetDeadline(time.Time) error        { return nil }
+func (c *h2Conn) SetReadDeadline(time.Time) error    { return nil }
+func (c *h2Conn) SetWriteDeadline(t time.Time) error { return c.rc.SetWriteDeadline(t) }
+
+// tcpAddr parses a net/http request's RemoteAddr ("ip:port").
+func tcpAddr(s string) net.Addr {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return net.TCPAddrFromAddrPort(ap)
+}

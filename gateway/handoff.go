@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+)
+
+// prefixConn is a connection whose first bytes were read already.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+// SyscallConn gives the socket once its first bytes are read (see
+// clientWatch), and fails before.
+func (c *prefixConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok || len(c.prefix) > 0 {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// handoffListener gives the goroutine engine the connections the loops
+// hand over, as if it had accepted them.
+type handoffListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newHandoffListener(addr net.Addr) *handoffListener {
+	return &handoffListener{addr: addr, ch: make(chan net.Conn, 256), done: make(chan struct{})}
+}
+
+// deliver queues c for Accept without blocking the caller (a loop).
+func (l *handoffListener) deliver(c net.Conn) {
+	select {
+	case l.ch <- c:
+	default:
+		go func() {
+			select {
+			case l.ch <- c:
+			case <-l.done:
+				_ = c.Close()
+			}
+		}()
+	}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return l.addr }

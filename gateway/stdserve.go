@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// serveStd serves, on net/http's own stream, what the goroutine engine's
+// handler cannot carry for the HTTP/2 and TLS engine: a gRPC call over
+// HTTP/2 (trailers, both ways at once) and a WebSocket handshake over
+// HTTP/1.1 (a connection taken over). It reports whether r was one; ctx
+// holds r in fasthttp's form, for routing, metrics and the log. A request
+// that matches no route is left to the handler (404).
+func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *http.Request) bool {
+	grpc := r.ProtoMajor == 2 && isGRPC(r.Header.Get("Content-Type"))
+	if !grpc && !isStdWebSocket(r) {
+		return false
+	}
+	start := time.Now()
+	st := g.state.Load()
+	rt := st.route(fastRequest{&ctx.Request})
+	if rt == nil {
+		return false
+	}
+	rt.inflight.Add(1)
+	defer rt.inflight.Add(-1)
+	sw := &statusWriter{ResponseWriter: w}
+	var reason string
+	if grpc {
+		reason = g.serveGRPC(sw, r, st, rt)
+	} else {
+		reason = g.serveStdWebSocket(sw, r, st, rt)
+	}
+	ctx.Response.SetStatusCode(sw.status(reason))
+	g.finish(ctx, rt, start, reason)
+	return true
+}
+
+// statusWriter is a ResponseWriter that keeps the status written, for the
+// log and metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the ResponseWriter (to flush, set
+// deadlines, take the connection over).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// status is the status of the answer that ended with reason: the one
+// written, else 101 for a WebSocket carried (reason "": the connection was
+// taken over after the upstream's 101).
+func (w *statusWriter) status(reason string) int {
+	if w.code == 0 && reason == "" {
+		return http.StatusSwitchingProtocols
+	}
+	return w.code
+}

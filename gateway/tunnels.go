@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/sluicehq/sluice/internal/wstunnel"
+)
+
+// tunnels are the gateway's open WebSocket connections, which Shutdown
+// waits for and then sends away. The zero value is ready to use.
+type tunnels struct {
+	mu      sync.Mutex // protects the fields below
+	n       int        // handshakes accepted (begin) and not yet ended
+	open    map[*wstunnel.Tunnel]struct{}
+	closing bool          // Shutdown began: a new tunnel goes away at once
+	empty   chan struct{} // closed when n reaches zero while closing
+}
+
+// begin counts a handshake the upstream accepted, whose connection is
+// about to be carried; end must follow.
+func (ts *tunnels) begin() {
+	ts.mu.Lock()
+	ts.n++
+	ts.mu.Unlock()
+}
+
+// carry registers t, counted by begin. After Shutdown began, t goes away
+// at once.
+func (ts *tunnels) carry(t *wstunnel.Tunnel) {
+	ts.mu.Lock()
+	closing := ts.closing
+	if !closing {
+		if ts.open == nil {
+			ts.open = map[*wstunnel.Tunnel]struct{}{}
+		}
+		ts.open[t] = struct{}{}
+	}
+	ts.mu.Unlock()
+	if closing {
+		t.GoAway()
+	}
+}
+
+// end forgets a tunnel counted by begin; t is nil when it never carried.
+func (ts *tunnels) end(t *wstunnel.Tunnel) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.open, t)
+	ts.n--
+	if ts.n == 0 && ts.closing {
+		close(ts.empty)
+	}
+}
+
+// shutdown waits for every tunnel to end, or for ctx to end; then it sends
+// the rest away (a close frame 1001 each way) and waits for them to end,
+// which the close frames' bounded writes keep short. It returns an error
+// naming how many were sent away, wrapping ctx's.
+func (ts *tunnels) shutdown(ctx context.Context) error {
+	ts.mu.Lock()
+	if !ts.closing {
+		ts.closing, ts.empty = true, make(chan struct{})
+		if ts.n == 0 {
+			close(ts.empty)
+		}
+	}
+	empty := ts.empty
+	ts.mu.Unlock()
+	select {
+	case <-empty:
+		return nil
+	case <-ctx.Done():
+	}
+	ts.mu.Lock()
+	open := make([]*wstunnel.Tunnel, 0, len(ts.open))
+	for t := range ts.open {
+		open = append(open, t)
+	}
+	ts.mu.Unlock()
+	for _, t := range open {
+		t.GoAway()
+	}
+	<-empty
+	return fmt.Errorf("%d WebSocket connections still open: %w", len(open), context.Cause(ctx))
+}

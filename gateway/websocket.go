@@ -1,0 +1,265 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"iter"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/wstunnel"
+)
+
+// A WebSocket handshake (RFC 6455: an HTTP/1.1 GET with Upgrade:
+// websocket and Connection: upgrade) is served by the goroutine engine
+// (websocket_fast.go; the loops hand such a request over) and by net/http
+// (websocket_std.go: HTTP/1.1 on the TLS listener): the rate limit applies
+// to the handshake as to any request; the route's breaker and concurrency
+// limit admit it; the handshake goes to one target (no retry, bounded by
+// the route's timeout and the upstream's connect and response-header
+// timeouts) and its answer comes back. After a 101 the connection is
+// carried both ways (internal/wstunnel) until either side closes it or it
+// stays idle for server.websocket_idle_timeout; on shutdown, those still
+// open at the deadline get a close frame 1001.
+//
+// The breaker learns the handshake's outcome. The concurrency slot is held
+// for the connection's lifetime and then released without a verdict: a
+// WebSocket's lifetime says nothing of the upstream's latency, so it never
+// feeds an adaptive limit a sample.
+
+// maxWebSocketRefusal bounds the body of an upstream's answer other than
+// 101 to a handshake, which the gateway reads whole to pass it on.
+const maxWebSocketRefusal = 64 << 10
+
+// errNoVerdict ends an admission whose call says nothing about the
+// upstream (wsClassify makes it Ignored): a handshake that never ran, or a
+// WebSocket connection that ended.
+var errNoVerdict = errors.New("gateway: no verdict on the upstream")
+
+// wsClassify is classify, with errNoVerdict Ignored.
+func wsClassify(ctx context.Context, err error) sluice.Class {
+	if errors.Is(err, errNoVerdict) {
+		return sluice.Ignored
+	}
+	return classify(ctx, err)
+}
+
+// wsCall is a WebSocket handshake on its way through its route, with the
+// admissions it holds: hs, of the route's breaker, until the handshake's
+// answer; slot, of its concurrency limit, until the connection closes.
+type wsCall struct {
+	g    *Gateway
+	rt   *route
+	hs   sluice.Admission
+	slot sluice.Admission
+}
+
+// wsOpen admits a handshake on rt and sends it to a target: head returns
+// the request head for the target at host. When it returns an error, the
+// handshake was refused or failed before an answer, and nothing is held.
+// When the answer is not 101, it is the upstream's refusal to pass on
+// (its body reads from up, which the caller closes), and nothing is held.
+// After a 101, exactly one of carry and abandon must follow.
+func (g *Gateway) wsOpen(rt *route, head func(host string) []byte) (*wsCall, net.Conn, *http.Response, error) {
+	bg := context.Background()
+	handshake, slot := wsGuards(rt, g)
+	c := &wsCall{g: g, rt: rt}
+	var err error
+	if c.hs, err = handshake.Begin(bg); err != nil {
+		return nil, nil, nil, err
+	}
+	if c.slot, err = slot.Begin(bg); err != nil {
+		c.hs.End(bg, errNoVerdict)
+		return nil, nil, nil, err
+	}
+	up, resp, err := g.wsHandshake(rt, head)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		verdict := err
+		if err == nil && resp.StatusCode >= 500 {
+			verdict = &StatusError{StatusCode: resp.StatusCode}
+		}
+		c.hs.End(bg, verdict)
+		c.slot.End(bg, errNoVerdict)
+		return nil, up, resp, err
+	}
+	c.hs.End(bg, nil)
+	g.tunnels.begin()
+	return c, up, resp, nil
+}
+
+// carry carries the WebSocket between client, which was sent the 101, and
+// up until it ends, then releases its concurrency slot without a verdict.
+func (c *wsCall) carry(client, up net.Conn) {
+	defer c.slot.End(context.Background(), errNoVerdict)
+	srv := c.g.state.Load().cfg.Server
+	tun := wstunnel.New(client, up, wstunnel.Options{IdleTimeout: srv.WebSocketIdleTimeout.D(), WriteTimeout: srv.WriteTimeout.D(), Clock: c.g.clock})
+	c.g.tunnels.carry(tun)
+	s := tun.Run()
+	c.g.tunnels.end(tun)
+	c.g.log.Debug("websocket closed", "route", c.rt.name, "reason", s.Reason, "error", s.Err, "bytes_up", s.Up, "bytes_down", s.Down)
+}
+
+// abandon gives up a WebSocket whose client could not be sent the 101.
+func (c *wsCall) abandon(up net.Conn) {
+	_ = up.Close()
+	c.g.tunnels.end(nil)
+	c.slot.End(context.Background(), errNoVerdict)
+}
+
+// wsGuards returns the guards of a WebSocket on rt: handshake, of the
+// route's breaker, which judges the handshake; slot, of its concurrency
+// limit, held while the connection is open.
+func wsGuards(rt *route, g *Gateway) (handshake, slot *sluice.Guard) {
+	p := rt.policies
+	var hp, sp []sluice.Policy
+	if p.breaker != nil {
+		hp = append(hp, p.breaker)
+	}
+	if p.bulkhead != nil {
+		sp = append(sp, p.bulkhead)
+	}
+	if p.adaptive != nil {
+		sp = append(sp, p.adaptive)
+	}
+	handshake = sluice.New(hp...).WithClock(g.clock).WithClassifier(wsClassify)
+	slot = sluice.New(sp...).WithClock(g.clock).WithClassifier(wsClassify)
+	return handshake, slot
+}
+
+// wsHandshake sends the client's handshake to a target of rt and reads
+// its answer. It returns the connection to the target, reading first what
+// the target sent after its answer's head, with the answer (its body not
+// read). The route's timeout, the upstream's connect timeout and its
+// response-header timeout bound it; the target's passive health learns its
+// outcome.
+func (g *Gateway) wsHandshake(rt *route, head func(host string) []byte) (net.Conn, *http.Response, error) {
+	t := rt.pool.choose(nil)
+	var permit sluice.Permit
+	if t.passive != nil {
+		if p, err := t.passive.Acquire(context.Background()); err == nil {
+			permit = p
+		}
+	}
+	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.client.Addr))
+	if err != nil {
+		ue := upstreamError(t, err)
+		permit.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue})
+		return nil, nil, ue
+	}
+	if resp.StatusCode >= 500 {
+		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: &StatusError{StatusCode: resp.StatusCode}})
+	} else {
+		permit.Done(sluice.Outcome{Class: sluice.Success})
+	}
+	return conn, resp, nil
+}
+
+// wsExchange connects to t and exchanges the handshake, whose request
+// head is head; limit, when above zero, bounds it all.
+func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Response, error) {
+	deadline := time.Now().Add(t.connect + t.wait)
+	if limit > 0 {
+		deadline = time.Now().Add(limit)
+	}
+	d := net.Dialer{Timeout: t.connect, Deadline: deadline}
+	conn, err := d.Dial("tcp", t.client.Addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.client.IsTLS {
+		cfg := &tls.Config{}
+		if t.client.TLSConfig != nil {
+			cfg = t.client.TLSConfig.Clone()
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(t.client.Addr)
+		}
+		cfg.NextProtos = []string{"http/1.1"} // a WebSocket upgrade is HTTP/1.1's
+		conn = tls.Client(conn, cfg)
+	}
+	if limit <= 0 {
+		deadline = time.Now().Add(t.wait)
+	}
+	_ = conn.SetDeadline(deadline)
+	br := bufio.NewReader(conn)
+	_, err = conn.Write(head)
+	var resp *http.Response
+	if err == nil {
+		resp, err = http.ReadResponse(br, nil)
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &bufConn{Conn: conn, r: br}, resp, nil
+}
+
+// wsHandshakeFrom is what a handshake's upstream request is made of.
+type wsHandshakeFrom struct {
+	uri, host  []byte // the client's request target and Host
+	proto      string // the client's scheme, for X-Forwarded-Proto
+	headers    iter.Seq2[[]byte, []byte]
+	connection []byte // the client's Connection list
+	xff        []byte // the X-Forwarded-For to send
+}
+
+// wsRequestHead is the handshake sent to the target at host: the client's
+// request line and end-to-end headers (the Sec-WebSocket-* ones among
+// them), Host naming the target, the gateway's X-Forwarded-*, and the
+// Upgrade and Connection of a WebSocket handshake.
+func wsRequestHead(f wsHandshakeFrom, host string) []byte {
+	b := make([]byte, 0, 512)
+	b = append(append(append(b, "GET "...), f.uri...), " HTTP/1.1\r\nHost: "...)
+	b = append(append(b, host...), "\r\n"...)
+	for k, v := range f.headers {
+		if equalName(k, "Host") || forwardedHeader(k) || isHop(k, f.connection) {
+			continue
+		}
+		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
+	}
+	b = append(append(append(b, "X-Forwarded-For: "...), f.xff...), "\r\n"...)
+	b = append(append(append(b, "X-Forwarded-Host: "...), f.host...), "\r\n"...)
+	b = append(append(append(b, "X-Forwarded-Proto: "...), f.proto...), "\r\n"...)
+	return append(b, "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n"...)
+}
+
+// wsSwitchingHead is the 101 answer sent to the client: the target's
+// end-to-end headers (Sec-WebSocket-Accept among them) with the Upgrade
+// and Connection of a WebSocket handshake.
+func wsSwitchingHead(resp *http.Response) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, "HTTP/1.1 101 Switching Protocols\r\n"...)
+	conn := []byte(resp.Header.Get("Connection"))
+	for k, vs := range resp.Header {
+		if isHop([]byte(k), conn) {
+			continue
+		}
+		for _, v := range vs {
+			b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
+		}
+	}
+	return append(b, "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n"...)
+}
+
+// wsRefusalBody reads the body of a target's answer other than 101 to a
+// handshake, whole, to pass it on: false when it cannot be read or is
+// longer than maxWebSocketRefusal (the client then gets a 502).
+func wsRefusalBody(resp *http.Response) ([]byte, bool) {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWebSocketRefusal+1))
+	return body, err == nil && len(body) <= maxWebSocketRefusal
+}
+
+// bufConn is a connection whose first bytes were read into r already.
+type bufConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }

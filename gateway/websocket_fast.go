@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"net"
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/internal/answer"
+)
+
+// isWebSocket reports whether h is a WebSocket handshake: an HTTP/1.1 GET
+// whose Upgrade names websocket and whose Connection names upgrade.
+func isWebSocket(h *fasthttp.RequestHeader) bool {
+	return h.IsGet() && h.IsHTTP11() &&
+		hasToken(oneList(h.PeekAll("Upgrade")), "websocket") &&
+		hasToken(oneList(h.PeekAll("Connection")), "upgrade")
+}
+
+// serveWebSocket serves a WebSocket handshake on rt on the goroutine
+// engine, after the rate limit let it through; xff is the X-Forwarded-For
+// to send. After a 101 the connection is taken from fasthttp (hijacked)
+// and carried. It returns the reason for the log ("" when the upstream's
+// answer was passed on).
+func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte) string {
+	h := &ctx.Request.Header
+	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
+		return wsRequestHead(wsHandshakeFrom{uri: h.RequestURI(), host: h.Host(), proto: "http", headers: h.All(),
+			connection: oneList(h.PeekAll("Connection")), xff: xff}, host)
+	})
+	if err != nil {
+		return wsRefuse(ctx, err)
+	}
+	if call == nil {
+		reason := wsPassRefusal(ctx, resp)
+		_ = up.Close()
+		return reason
+	}
+	head := wsSwitchingHead(resp)
+	ctx.SetStatusCode(http.StatusSwitchingProtocols) // for the log; fasthttp writes nothing
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		if _, err := c.Write(head); err != nil {
+			call.abandon(up)
+			return
+		}
+		call.carry(c, up)
+	})
+	return ""
+}
+
+// wsRefuse answers a handshake the gateway stopped with err.
+func wsRefuse(ctx *fasthttp.RequestCtx, err error) string {
+	code, reason := answer.Classify(err)
+	retryAfter, _ := answer.RetryAfter(err)
+	writeError(ctx, code, reason, retryAfter)
+	return reason
+}
+
+// wsPassRefusal passes on a target's answer other than 101 to a
+// handshake: its status, end-to-end headers and body, read whole (up to
+// maxWebSocketRefusal; a longer one is a 502). It returns the reason for
+// the log.
+func wsPassRefusal(ctx *fasthttp.RequestCtx, resp *http.Response) string {
+	body, ok := wsRefusalBody(resp)
+	if !ok {
+		writeError(ctx, http.StatusBadGateway, answer.UpstreamError, 0)
+		return answer.UpstreamError
+	}
+	resetResponse(ctx)
+	ctx.SetStatusCode(resp.StatusCode)
+	conn := []byte(resp.Header.Get("Connection"))
+	for k, vs := range resp.Header {
+		if isHop([]byte(k), conn) || k == "Content-Length" {
+			continue
+		}
+		for _, v := range vs {
+			ctx.Response.Header.Add(k, v)
+		}
+	}
+	ctx.SetBody(body)
+	if resp.StatusCode >= 500 {
+		return answer.UpstreamStatus
+	}
+	return ""
+}

@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/answer"
+)
+
+// isStdWebSocket reports whether r, which net/http parsed, is a WebSocket
+// handshake: an HTTP/1.1 GET whose Upgrade names websocket and whose
+// Connection names upgrade.
+func isStdWebSocket(r *http.Request) bool {
+	return r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet &&
+		hasToken([]byte(strings.Join(r.Header.Values("Upgrade"), ", ")), "websocket") &&
+		hasToken([]byte(strings.Join(r.Header.Values("Connection"), ", ")), "upgrade")
+}
+
+// errNoHijack is the error of a handshake whose connection net/http would
+// not give up.
+var errNoHijack = errors.New("gateway: the connection cannot be taken over")
+
+// serveStdWebSocket serves a WebSocket handshake on rt on a net/http
+// server (HTTP/1.1 on the TLS listener), as serveWebSocket does on the
+// goroutine engine: the rate limit first, then the handshake, then, after
+// a 101, the connection taken from net/http (hijacked) and carried. It
+// returns the reason for the log ("" when the upstream's answer was
+// passed on).
+func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *state, rt *route) string {
+	xff, err := stdLimit(r, st, rt)
+	if err != nil {
+		return writeStdError(w, err)
+	}
+	uri := r.RequestURI
+	if uri == "" {
+		uri = r.URL.RequestURI()
+	}
+	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
+		return wsRequestHead(wsHandshakeFrom{uri: []byte(uri), host: []byte(r.Host), proto: stdScheme(r),
+			headers: stdHeaders(r.Header), connection: []byte(strings.Join(r.Header.Values("Connection"), ", ")), xff: xff}, host)
+	})
+	if err != nil {
+		return writeStdError(w, err)
+	}
+	if call == nil {
+		return wsStdPassRefusal(w, resp, up)
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		call.abandon(up)
+		return writeStdError(w, errNoHijack)
+	}
+	_ = conn.SetDeadline(time.Time{}) // the server's deadlines were the request's
+	var client net.Conn = conn
+	if brw.Reader.Buffered() > 0 {
+		client = &bufConn{Conn: conn, r: brw.Reader}
+	}
+	if _, err := conn.Write(wsSwitchingHead(resp)); err != nil {
+		_ = conn.Close()
+		call.abandon(up)
+		return answer.ClientClosed
+	}
+	call.carry(client, up)
+	return ""
+}
+
+// wsStdPassRefusal passes on a target's answer other than 101 to a
+// handshake, as wsPassRefusal does, and closes up.
+func wsStdPassRefusal(w http.ResponseWriter, resp *http.Response, up net.Conn) string {
+	body, ok := wsRefusalBody(resp)
+	_ = up.Close()
+	if !ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write(answer.AppendJSON(nil, answer.UpstreamError, 0))
+		return answer.UpstreamError
+	}
+	copyEndToEnd(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+	if resp.StatusCode >= 500 {
+		return answer.UpstreamStatus
+	}
+	return ""
+}
+
+// stdHeaders yields the headers of h one line at a time.
+func stdHeaders(h http.Header) func(yield func(k, v []byte) bool) {
+	return func(yield func(k, v []byte) bool) {
+		for k, vs := range h {
+			for _, v := range vs {
+				if !yield([]byte(k), []byte(v)) {
+					return
+				}
+			}
+		}
+	}
+}
