@@ -107,6 +107,15 @@ type clientWatch struct {
 	done chan struct{} // closed when the watching goroutine returns; nil when none runs
 }
 
+// streamConn is the connection of a request that is a stream of its own
+// (HTTP/2): left is closed when the client resets the stream or leaves,
+// and unwatched once SetReadDeadline was given a time that has passed
+// (which ends a watch, see stop).
+type streamConn interface {
+	left() <-chan struct{}
+	unwatched() <-chan struct{}
+}
+
 func (w *clientWatch) init() {
 	w.timer = time.AfterFunc(time.Hour, w.start)
 	w.timer.Stop()
@@ -139,6 +148,21 @@ func (w *clientWatch) start() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.conn == nil || w.done != nil {
+		return
+	}
+	if s, ok := w.conn.(streamConn); ok {
+		// A request of the HTTP/2 engine: its stream tells when its
+		// client left.
+		done := make(chan struct{})
+		w.done = done
+		go func() {
+			defer close(done)
+			select {
+			case <-s.left():
+				w.cut.fire(errClientGone)
+			case <-s.unwatched():
+			}
+		}()
 		return
 	}
 	sc, ok := w.conn.(syscall.Conn)

@@ -25,7 +25,7 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer e.ctxs.Put(ctx)
 	rc := http.NewResponseController(w)
-	conn := &h2Conn{remote: tcpAddr(r.RemoteAddr), tls: r.TLS, rc: rc}
+	conn := &h2Conn{remote: tcpAddr(r.RemoteAddr), tls: r.TLS, rc: rc, gone: r.Context().Done(), stop: make(chan struct{})}
 	ctx.Init2(conn, fasthttpLogger{e.g.log}, true)
 	ctx.Request.Reset()
 	ctx.Response.Reset()
@@ -55,7 +55,9 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 		}
 	}
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		req.SetBodyStream(r.Body, int(r.ContentLength)) // -1: of unknown length
+		// Not a Closer: fasthttp closes the stream it replaces (prepare
+		// does), and net/http closes r.Body itself once ServeHTTP returns.
+		req.SetBodyStream(struct{ io.Reader }{r.Body}, int(r.ContentLength)) // -1: of unknown length
 	}
 }
 
@@ -125,22 +127,41 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 
 // h2Conn is what the goroutine engine's handler sees as the connection of a
 // request of the HTTP/2 and TLS engine: its peer's address, whether it is
-// TLS, and write deadlines that bound the response's writes. It is never
-// read or written: the engine does that.
+// TLS, write deadlines that bound the response's writes, and when the
+// client left (a streamConn, for clientWatch). It is never read or
+// written: the engine does that.
 type h2Conn struct {
 	remote net.Addr
 	tls    *tls.ConnectionState
 	rc     *http.ResponseController
+	gone   <-chan struct{} // the request's context's Done
+	stop   chan struct{}   // closed by SetReadDeadline with a time that has passed
+	once   sync.Once
 }
 
-func (c *h2Conn) Read([]byte) (int, error)           { return 0, net.ErrClosed }
-func (c *h2Conn) Write([]byte) (int, error)          { return 0, net.ErrClosed }
-func (c *h2Conn) Close() error                       { return nil }
-func (c *h2Conn) LocalAddr() net.Addr                { return h2cAddr{} }
-func (c *h2Conn) RemoteAddr() net.Addr               { return c.remote }
-func (c *h2Conn) SetDeadline(time.Time) error        { return nil }
-func (c *h2Conn) SetReadDeadline(time.Time) error    { return nil }
+func (c *h2Conn) left() <-chan struct{}      { return c.gone }
+func (c *h2Conn) unwatched() <-chan struct{} { return c.stop }
+
+func (c *h2Conn) Read([]byte) (int, error)    { return 0, net.ErrClosed }
+func (c *h2Conn) Write([]byte) (int, error)   { return 0, net.ErrClosed }
+func (c *h2Conn) Close() error                { return nil }
+func (c *h2Conn) LocalAddr() net.Addr         { return h2cAddr{} }
+func (c *h2Conn) RemoteAddr() net.Addr        { return c.remote }
+func (c *h2Conn) SetDeadline(time.Time) error { return nil }
+func (c *h2Conn) SetReadDeadline(t time.Time) error {
+	if !t.IsZero() && t.Before(time.Now()) {
+		c.once.Do(func() { close(c.stop) })
+	}
+	return nil
+}
 func (c *h2Conn) SetWriteDeadline(t time.Time) error { return c.rc.SetWriteDeadline(t) }
+
+// overTLS reports whether c, a request's connection on the goroutine
+// engine's handler, came over TLS (the HTTP/2 engine's TLS listener).
+func overTLS(c net.Conn) bool {
+	hc, ok := c.(*h2Conn)
+	return ok && hc.tls != nil
+}
 
 // tcpAddr parses a net/http request's RemoteAddr ("ip:port").
 func tcpAddr(s string) net.Addr {

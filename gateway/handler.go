@@ -78,6 +78,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	peer, xff := peerAddr(ctx), forwardedList(&ctx.Request.Header)
 	x := g.newExchange(rt, &ctx.Request)
+	x.https = overTLS(ctx.Conn())
 	var rl []byte       // the RateLimit header value, when the limit set one
 	var limitKey string // the request's rate-limit key, when the route has a limit
 	if rt.limit != nil {

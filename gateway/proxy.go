@@ -71,6 +71,7 @@ type exchange struct {
 	c      call
 	req    *fasthttp.Request // the client's request, sent upstream as it is once prepared
 	xff    []byte            // the X-Forwarded-For value to send
+	https  bool              // the client came over TLS: X-Forwarded-Proto is https
 	ready  bool              // req's headers are prepared for the upstream
 	body   []byte            // the replayable body; nil when streamed
 	stream io.Reader         // the body when not replayable
@@ -208,7 +209,11 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 		req.Header.SetCanonical(hdrForwardedFor, x.xff)
 		// Copied before SetHost below overwrites the client's Host.
 		req.Header.SetCanonical(hdrForwardedHost, req.Header.Host())
-		req.Header.SetCanonical(hdrForwardedProto, valueHTTP)
+		if x.https {
+			req.Header.SetCanonical(hdrForwardedProto, valueHTTPS)
+		} else {
+			req.Header.SetCanonical(hdrForwardedProto, valueHTTP)
+		}
 		switch {
 		case x.stream != nil:
 			req.SetBodyStream(x.stream, req.Header.ContentLength())

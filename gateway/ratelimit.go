@@ -75,6 +75,7 @@ var (
 	hdrForwardedHost   = []byte("X-Forwarded-Host")
 	hdrForwardedProto  = []byte("X-Forwarded-Proto")
 	valueHTTP          = []byte("http")
+	valueHTTPS         = []byte("https")
 )
 
 // resetResponse clears the response for an answer of the gateway's own,

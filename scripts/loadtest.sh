@@ -19,6 +19,16 @@
 #   BASELINE=HEAD~5 scripts/loadtest.sh   # also the gateway built from that revision, interleaved
 #   DASHBOARD=1 scripts/loadtest.sh       # also sluice with its dashboard open, interleaved
 #   PROXIES="nginx sluice" DASHBOARD=1 scripts/loadtest.sh   # only these (and the dashboard run)
+#   TLS=0 scripts/loadtest.sh      # without the TLS rounds
+#
+# Then, unless TLS=0, nginx and sluice (the default engine's gateway) each
+# terminate TLS with the same certificate (a self-signed ECDSA P-256 one,
+# made for the run) in front of the same upstream, and are measured
+# ROUNDS times, interleaved: HTTPS HTTP/1.1 keep-alive at saturation (wrk,
+# CONNS connections) and HTTP/2 at saturation (h2load, CONNS concurrent
+# streams as CONNS/STREAMS connections of STREAMS streams each, so that
+# both keep as many requests in flight; h2load has no p99, its latency
+# column is the mean).
 #
 # With BASELINE, sluice as built from that git revision runs beside the
 # working tree's, on the same configuration, in every round: a change's
@@ -32,16 +42,19 @@
 # proxies it names (nginx, sluice, sluice-goroutine, fasthttp, gnet,
 # reverseproxy); ratios to nginx need nginx among them.
 #
-# Needs wrk and nginx (installed from Debian's packages when missing).
+# Needs wrk, nginx, openssl and, for HTTP/2, h2load (installed from
+# Debian's packages when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-64}
 RATE=${RATE:-10000}
-for bin in wrk nginx; do
+TLS=${TLS:-1}
+STREAMS=${STREAMS:-8}
+for bin in wrk nginx openssl h2load; do
 	if ! command -v $bin >/dev/null; then
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx >/dev/null
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx openssl nghttp2-client >/dev/null
 	fi
 done
 work=$(mktemp -d)
@@ -59,6 +72,9 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port); FH=$(free_port); GN=$(free_port)
 SLG=$(free_port); ADMG=$(free_port); SLB=$(free_port); ADMB=$(free_port)
+NGXS=$(free_port); SLS=$(free_port)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
+	-addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
 # The upstream and the nginx proxy are separate nginx instances, so that the
 # proxy under test never shares its worker processes with the upstream.
@@ -81,6 +97,13 @@ http {
   access_log off;
   upstream up { server 127.0.0.1:$UP; keepalive 256; }
   server { listen 127.0.0.1:$NGX; location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+  server {
+    listen 127.0.0.1:$NGXS ssl http2;
+    ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:10m;
+    keepalive_requests 1000000; http2_max_requests 1000000;
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
 }
 NGINX
 nginx -c "$work/upstream.conf"
@@ -90,6 +113,7 @@ cat >"$work/sluice.yaml" <<YAML
 listen: 127.0.0.1:$SL
 admin: {listen: 127.0.0.1:$ADM}
 log: {level: error}
+tls: {listen: 127.0.0.1:$SLS, certificates: [{cert_file: $work/cert.pem, key_file: $work/key.pem}]}
 upstreams:
   up: {targets: ["http://127.0.0.1:$UP"]}
 routes:
@@ -102,14 +126,14 @@ routes:
 YAML
 # The same gateway on its goroutine engine alone (server.engine), for the
 # event loops' share of the difference.
-sed -e "s/^listen: .*/listen: 127.0.0.1:$SLG/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMG}/" \
+sed -e "s/^listen: .*/listen: 127.0.0.1:$SLG/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMG}/" -e "/^tls: /d" \
 	-e "s/^log: .*/&\nserver: {engine: goroutine}/" "$work/sluice.yaml" >"$work/sluice-goroutine.yaml"
 go build -o "$work/sluice" ./cmd/sluice
 if [ -n "${BASELINE:-}" ]; then
 	git worktree add -q --detach "$work/baseline" "$BASELINE"
 	(cd "$work/baseline" && go build -o "$work/sluice-baseline" ./cmd/sluice)
 	git worktree remove --force "$work/baseline"
-	sed -e "s/^listen: .*/listen: 127.0.0.1:$SLB/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMB}/" \
+	sed -e "s/^listen: .*/listen: 127.0.0.1:$SLB/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMB}/" -e "/^tls: /d" \
 		"$work/sluice.yaml" >"$work/sluice-baseline.yaml"
 fi
 (cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate)
@@ -173,6 +197,28 @@ for round in $(seq "$ROUNDS"); do
 		echo "fixed-rate $name $r $p" | tee -a "$results" >&2
 	done
 done
+# TLS: the same certificate and upstream behind nginx and sluice.
+if [ "$TLS" != 0 ]; then
+	tls_port() { case $1 in nginx) echo "$NGXS" ;; sluice) echo "$SLS" ;; esac; }
+	for port in $NGXS $SLS; do
+		for _ in $(seq 50); do curl -fsk -o /dev/null "https://127.0.0.1:$port/" && break; sleep 0.1; done
+	done
+	for round in $(seq "$ROUNDS"); do
+		for name in nginx sluice; do
+			out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "https://127.0.0.1:$(tls_port "$name")/")
+			r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+			p=$(echo "$out" | awk '$1=="99%" {print $2}')
+			echo "https $name $r $p" | tee -a "$results" >&2
+			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "https://127.0.0.1:$(tls_port "$name")/")
+			if ! echo "$out" | grep -q "succeeded, 0 errored"; then
+				echo "$out" | grep -E "requests:|status codes:" >&2
+			fi
+			r=$(echo "$out" | awk '/^finished in/ {print $4}')
+			p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
+			echo "h2 $name $r $p" | tee -a "$results" >&2
+		done
+	done
+fi
 
 python3 - "$results" "$RATE" <<'PY'
 import collections, statistics, sys
@@ -195,7 +241,10 @@ def ratio(xs, base):
     if not rs:
         return "-"
     return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})"
-for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)")):
+for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)"),
+                     ("https", "HTTPS, HTTP/1.1 keep-alive, saturation (wrk)"), ("h2", "HTTP/2 over TLS, saturation (h2load; latency: mean)")):
+    if not runs[phase, "nginx"]:
+        continue
     print(f"\n{title}: medians; ratios to nginx: median (range) of the rounds' ratios")
     print(f"{'proxy':26} {'req/s':>10} {'p99 ms':>8} {'req/s vs nginx':>20} {'p99 vs nginx':>20}")
     base = runs[phase, "nginx"]
