@@ -42,7 +42,7 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's
-// method, target, host and headers, and r's body as its stream.
+// method, target, host (r.Host) and headers, and r's body as its stream.
 func toFast(req *fasthttp.Request, r *http.Request) {
 	h := &req.Header
 	h.SetMethod(r.Method)
@@ -50,6 +50,12 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 	h.SetProtocolBytes(http11)
 	h.SetHost(r.Host)
 	for k, vs := range r.Header {
+		if k == "Host" {
+			// HTTP/2 keeps a Host header beside :authority, which net/http
+			// made r.Host (RFC 9113 section 8.3.1): the request is routed,
+			// and named upstream, by that one host.
+			continue
+		}
 		for _, v := range vs {
 			h.Add(k, v)
 		}

@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,50 @@ routes:
 			strings.NewReader("\x00\x00\x00\x00\x02hi"))
 		if r.Code != http.StatusOK || !strings.HasPrefix(r.Body, "HTTP/2.0 GET /svc/Delete") {
 			t.Errorf("a GET with gRPC's content type: %d %q, want the upstream's answer to a GET", r.Code, r.Body)
+		}
+	})
+}
+
+// TestHTTP2HostAgreesWithAuthority sends HTTP/2 requests whose Host header
+// names another route's host than their :authority: the request is
+// routed by :authority (as net/http reads it, RFC 9113 section 8.3.1),
+// and the upstream is told that same host in X-Forwarded-Host, for a
+// plain request and a gRPC call alike. (The Host header routed the
+// request, and a gRPC call then told the upstream the :authority: the
+// route of one host, the upstream believing another.)
+func TestHTTP2HostAgreesWithAuthority(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		hostUpstream := func(name string) string {
+			u := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, "%s xfh=%s", name, r.Header.Get("X-Forwarded-Host"))
+			}))
+			u.Config.Protocols = new(http.Protocols)
+			u.Config.Protocols.SetHTTP1(true)
+			u.Config.Protocols.SetUnencryptedHTTP2(true)
+			u.Start()
+			t.Cleanup(u.Close)
+			return u.URL
+		}
+		checkLeaks(t)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  a: {targets: ["%s"]}
+  b: {targets: ["%s"]}
+routes:
+  - {name: a, upstream: a, match: {host: a.test}}
+  - {name: b, upstream: b, match: {host: b.test}}
+`, engine, hostUpstream("a"), hostUpstream("b")))
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/", "host", "b.test")
+		if st, body := h.read(t, 1); st != "200" || body != "a xfh=a.test" {
+			t.Errorf("a GET with :authority a.test and Host b.test: %s %q, want route a's answer", st, body)
+		}
+		h.headers(t, 3, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/svc/Call",
+			"host", "b.test", "content-type", "application/grpc", "te", "trailers")
+		_ = h.fr.WriteData(3, true, []byte("\x00\x00\x00\x00\x00"))
+		if st, body := h.read(t, 3); st != "200" || body != "a xfh=a.test" {
+			t.Errorf("a gRPC call with :authority a.test and Host b.test: %s %q, want route a's answer", st, body)
 		}
 	})
 }
