@@ -1,11 +1,18 @@
 package gateway_test
 
 import (
+	"bufio"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 // Hostile input on the protocols beyond plaintext HTTP/1.1: what a client
@@ -77,6 +84,59 @@ routes:
 		_ = h.fr.WriteData(3, true, []byte("\x00\x00\x00\x00\x00"))
 		if st, body := h.read(t, 3); st != "200" || body != "a xfh=a.test" {
 			t.Errorf("a gRPC call with :authority a.test and Host b.test: %s %q, want route a's answer", st, body)
+		}
+	})
+}
+
+// TestWebSocketHandshakeWithBody sends a WebSocket handshake that has a
+// body, on the plaintext listener and over TLS: it is no handshake (a
+// request with a body is not upgraded, as for h2c), but a GET whose body
+// reaches the upstream as declared, without Upgrade. (The gateway read
+// the body and sent the upstream a handshake declaring it, without it:
+// the upstream took the tunnel's first bytes for the body.)
+func TestWebSocketHandshakeWithBody(t *testing.T) {
+	const handshake = "GET /ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nContent-Length: 5\r\n\r\nHELLO"
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		u := startWireUpstream(t, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["http://%s"], response_header_timeout: 5s}
+routes:
+  - {name: all, upstream: up}
+`, engine, certList(ca.Server("localhost", "127.0.0.1")), u.addr))
+		tlsAddr := serveTLS(t, tg)
+		plain, _ := dialClient(t, tg.Addr)
+		tc, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		for _, c := range []net.Conn{plain, tc} {
+			_ = c.SetDeadline(time.Now().Add(waitLimit))
+			if _, err := io.WriteString(c, handshake); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("answer to a handshake with a body: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("a handshake with a body: %d, want the upstream's 200", resp.StatusCode)
+			}
+		}
+		seen := u.requests()
+		if len(seen) != 2 {
+			t.Fatalf("the upstream saw %d requests, want 2", len(seen))
+		}
+		for _, r := range seen {
+			if r.Body != "HELLO" || r.Header.Get("Upgrade") != "" {
+				t.Errorf("the upstream saw body %q and Upgrade %q, want the body and no upgrade", r.Body, r.Header.Get("Upgrade"))
+			}
 		}
 	})
 }

@@ -10,9 +10,12 @@ import (
 )
 
 // isWebSocket reports whether h is a WebSocket handshake: an HTTP/1.1 GET
-// whose Upgrade names websocket and whose Connection names upgrade.
+// without a body whose Upgrade names websocket and whose Connection names
+// upgrade. A request with a body is not upgraded (the handshake sent
+// upstream has none): it is served as a plain request.
 func isWebSocket(h *fasthttp.RequestHeader) bool {
-	return h.IsGet() && h.IsHTTP11() &&
+	cl := h.ContentLength() // -2: no length and not chunked, so no body
+	return h.IsGet() && h.IsHTTP11() && (cl == 0 || cl == -2) &&
 		hasToken(oneList(h.PeekAll("Upgrade")), "websocket") &&
 		hasToken(oneList(h.PeekAll("Connection")), "upgrade")
 }

@@ -11,10 +11,10 @@ import (
 )
 
 // isStdWebSocket reports whether r, which net/http parsed, is a WebSocket
-// handshake: an HTTP/1.1 GET whose Upgrade names websocket and whose
-// Connection names upgrade.
+// handshake: an HTTP/1.1 GET without a body whose Upgrade names websocket
+// and whose Connection names upgrade (see isWebSocket).
 func isStdWebSocket(r *http.Request) bool {
-	return r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet &&
+	return r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet && r.ContentLength == 0 &&
 		hasToken([]byte(strings.Join(r.Header.Values("Upgrade"), ", ")), "websocket") &&
 		hasToken([]byte(strings.Join(r.Header.Values("Connection"), ", ")), "upgrade")
 }
