@@ -140,3 +140,39 @@ routes:
 		}
 	})
 }
+
+// TestForwardedHeaderNotPassed sends a client's RFC 7239 Forwarded header,
+// which claims another client, scheme and host, over HTTP/1.1, h2c and a
+// WebSocket handshake: the upstream never sees it (as net/http's
+// ReverseProxy drops it), whatever the protocol, since the gateway's own
+// X-Forwarded-* are what it reports. (It was passed on untouched: an
+// upstream that reads Forwarded believed the client's word.)
+func TestForwardedHeaderNotPassed(t *testing.T) {
+	const spoof = "for=6.6.6.6;proto=https;host=admin.test"
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, func(i int, r seenRequest) string {
+			if r.Header.Get("Upgrade") != "" {
+				return "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
+			}
+			return "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+		})
+		tg := gatewayTo(t, engine, u.addr)
+		exchangeRaw(t, tg.Addr, "GET /h1 HTTP/1.1\r\nHost: a.test\r\nForwarded: "+spoof+"\r\n\r\n", 1)
+		exchangeRaw(t, tg.Addr, "GET /ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+			"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nForwarded: "+spoof+"\r\n\r\n", 1)
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/h2c", "forwarded", spoof)
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("h2c: %s", st)
+		}
+		seen := u.requests()
+		if len(seen) != 3 {
+			t.Fatalf("the upstream saw %d requests, want 3", len(seen))
+		}
+		for _, r := range seen {
+			if f := r.Header.Values("Forwarded"); len(f) > 0 {
+				t.Errorf("%s reached the upstream with the client's Forwarded %q", r.Target, f)
+			}
+		}
+	})
+}
