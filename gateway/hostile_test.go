@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+
 	"github.com/sluicehq/sluice/internal/testpki"
 )
 
@@ -173,6 +177,47 @@ func TestForwardedHeaderNotPassed(t *testing.T) {
 			if f := r.Header.Values("Forwarded"); len(f) > 0 {
 				t.Errorf("%s reached the upstream with the client's Forwarded %q", r.Target, f)
 			}
+		}
+	})
+}
+
+// TestGRPCRequestBoundedByMaxBody makes gRPC calls whose request is
+// longer than server.max_body_bytes: the upstream never gets one whole
+// (the gateway cuts the request there, as for any request body), and the
+// client gets RESOURCE_EXHAUSTED; a call within the bound passes. (A gRPC
+// call's request was never bounded: any HTTP/2 client could stream past
+// max_body_bytes with gRPC's Content-Type.)
+func TestGRPCRequestBoundedByMaxBody(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startGRPCUpstream(t)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 4096}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: grpc, upstream: up}
+`, engine, up.addr))
+		c := grpcClient(t, gw.Addr)
+		if st, _ := unary(t, c, strings.Repeat("x", 1000)); st.Code() != codes.OK {
+			t.Fatalf("a call within max_body_bytes: %v", st)
+		}
+		if st, _ := unary(t, c, strings.Repeat("x", 64<<10)); st.Code() != codes.ResourceExhausted {
+			t.Errorf("a unary call past max_body_bytes: %v, want RESOURCE_EXHAUSTED", st)
+		}
+		s, err := c.StreamingInputCall(callCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 64 {
+			if s.Send(&testgrpc.StreamingInputCallRequest{Payload: payload(make([]byte, 1024))}) != nil {
+				break // the gateway ended the call
+			}
+		}
+		if _, err := s.CloseAndRecv(); status.Code(err) != codes.ResourceExhausted {
+			t.Errorf("a client stream past max_body_bytes: %v, want RESOURCE_EXHAUSTED", err)
+		}
+		if n := up.unary.Load(); n != 1 {
+			t.Errorf("the upstream answered %d unary calls, want only the one within the bound", n)
 		}
 	})
 }
