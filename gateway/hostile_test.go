@@ -221,3 +221,51 @@ routes:
 		}
 	})
 }
+
+// TestH2CUpgradeWithBodyNotBuffered asks, on a connection the HTTP/2
+// engine serves on HTTP/1.1 (a first request whose Upgrade: h2c its
+// Connection header does not name HTTP2-Settings for, which the engine
+// serves as a plain request), to upgrade a request with a long body: it is
+// served as a plain request, refused at once past server.max_body_bytes.
+// (golang.org/x/net/http2/h2c read the body whole into memory before
+// answering 101, without bound: any client could make the gateway hold as
+// many bytes as it sent.)
+func TestH2CUpgradeWithBodyNotBuffered(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, u.addr))
+		c, br := dialClient(t, tg.Addr)
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		_, err := io.WriteString(c, "GET /first HTTP/1.1\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n"+
+			"HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// A body of 1 GiB is announced, 64 KiB of it sent: the answer must
+		// not wait for the rest.
+		_, err = io.WriteString(c, "POST /second HTTP/1.1\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
+			"HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\nContent-Length: 1073741824\r\n\r\n"+strings.Repeat("x", 64<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer to an upgrade with a 1 GiB body: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("an upgrade with a 1 GiB body: %d, want 413", resp.StatusCode)
+		}
+	})
+}
