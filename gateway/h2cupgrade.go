@@ -50,7 +50,7 @@ func (e *h2Engine) handler(cfg *config.Config) http.Handler {
 	e.up.conns = map[*hijackedConn]struct{}{}
 	up := h2c.NewHandler(e, e.up.srv)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor == 1 && r.TLS == nil && r.ContentLength == 0 && hasToken([]byte(r.Header.Get("Upgrade")), "h2c") {
+		if r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.TLS == nil && r.ContentLength == 0 && hasToken([]byte(r.Header.Get("Upgrade")), "h2c") {
 			up.ServeHTTP(w, r)
 			return
 		}

@@ -269,3 +269,30 @@ routes:
 		}
 	})
 }
+
+// TestH2CUpgradeRefusedIsPlainRequest sends requests asking to upgrade to
+// h2c that the upgrade does not take (RFC 9113 section 3.2 of RFC 7540):
+// settings that are not base64url, and an HTTP/1.0 request (whose Upgrade
+// a server must ignore, RFC 9110 section 7.8). Each is served as the plain
+// request it also is, on the same connection. (The first was answered 500
+// and the second upgraded.)
+func TestH2CUpgradeRefusedIsPlainRequest(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		for _, req := range []string{
+			"GET /bad-settings HTTP/1.1\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: !!!!\r\n\r\n",
+			"GET /http10 HTTP/1.0\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n",
+		} {
+			resp, _ := rawRequest(t, tg.Addr, req)
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%q: %d, want the upstream's 200", strings.SplitN(req, "\r\n", 2)[0], resp.StatusCode)
+			}
+		}
+		for _, r := range u.requests() {
+			if r.Header.Get("Upgrade") != "" {
+				t.Errorf("%s reached the upstream with Upgrade %q", r.Target, r.Header.Get("Upgrade"))
+			}
+		}
+	})
+}
