@@ -266,7 +266,7 @@ func (v *validator) admin(a *Admin) {
 // are read when the configuration is built (gateway.Check).
 func (v *validator) tls(t *TLS, plain string) {
 	v.hostPort("tls.listen", t.Listen)
-	if t.Listen != "" && t.Listen == plain {
+	if _, port, _ := net.SplitHostPort(t.Listen); t.Listen == plain && port != "0" { // port 0: each its own free port
 		v.at("tls.listen", "%q is the plaintext listen address too", t.Listen)
 	}
 	if len(t.Certificates) == 0 {

@@ -154,3 +154,58 @@ routes:
 		t.Fatalf("flaky's transition to open not listed: %v", err)
 	}
 }
+
+// TestDashboardRouteNamesInBrowser shows the dashboard of routes named as
+// the properties every JavaScript object has ("constructor", "__proto__",
+// "toString") in headless Chromium, on each engine: every route is shown.
+// (The page looked up its routes' rates, transitions and points in plain
+// objects, found the inherited properties there, and threw before it drew
+// any route.)
+func TestDashboardRouteNamesInBrowser(t *testing.T) {
+	path := chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), browserLimit)
+	defer cancel()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Flag("disable-dev-shm-usage", true))...)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	if err := chromedp.Do(browser); err != nil { // starts the browser
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	names := []string{"constructor", "__proto__", "toString", "api"}
+	forEngines(t, func(t *testing.T, engine string) {
+		tab, cancelTab := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+		defer cancelTab()
+		up := startUpstream(t, "up", nil)
+		tg := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: constructor, upstream: up, match: {path_prefix: /a}, policies: {circuit_breaker: {consecutive_failures: 3}}}
+  - {name: __proto__, upstream: up, match: {path_prefix: /b}}
+  - {name: toString, upstream: up, match: {path_prefix: /c}}
+  - {name: api, upstream: up}
+`, engine, up.URL), nil)
+		admin := httptest.NewServer(tg.AdminHandler(gateway.AdminOptions{Gatherer: tg.Registry}))
+		t.Cleanup(admin.Close)
+		defer chromedp.Do(tab, chromedp.Navigate("about:blank")) // closes the event stream before the servers stop
+		for _, p := range []string{"/a", "/b", "/c", "/"} {
+			if r := get(t, newClient(t), tg.URL+p); r.Code != 200 {
+				t.Fatalf("GET %s: %d", p, r.Code)
+			}
+		}
+		if err := chromedp.Do(tab, chromedp.Navigate(admin.URL+"/dashboard")); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			wctx, wcancel := context.WithTimeout(tab, 10*time.Second) // the page draws every second
+			err := chromedp.Do(wctx, chromedp.WaitVisible(chromedp.CSS(`section.route[data-route="`+name+`"]`)))
+			wcancel()
+			if err != nil {
+				t.Fatalf("route %q not shown: %v", name, err)
+			}
+		}
+	})
+}

@@ -118,11 +118,19 @@ func (s *dashboardSite) loginForm(w http.ResponseWriter, code int, message strin
 // sample (a DashboardFrame), the last one first if there is one. The
 // stream ends when the client goes away, reads too slowly
 // (dashWriteTimeout) or the gateway shuts down; a gateway shutting down or
-// watched by dashMaxViewers already answers 503.
+// watched by dashMaxViewers already answers 503. A HEAD gets the stream's
+// headers and is no viewer.
 func (s *dashboardSite) events(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+		return
+	}
+	if r.Method == http.MethodHead {
+		// The stream's headers alone: a HEAD reads no event, and takes no
+		// viewer's place.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
 		return
 	}
 	v, history, last, ok := s.d.join()

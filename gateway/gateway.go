@@ -31,6 +31,13 @@
 // connection is closed, not pooled. A pooled upstream connection with
 // bytes the target sent unasked is closed, never read as an answer.
 //
+// A third engine, on net/http (h2engine.go), serves the TLS listener
+// (ServeTLS: HTTP/2 and HTTP/1.1 by ALPN) and the plaintext connections
+// that turn to HTTP/2 (h2c), which the other two hand over to it; each of
+// its requests runs through the goroutine engine's handler, so that every
+// engine drives the same lifecycle. Upstreams speak HTTP/1.1 (over TLS for
+// https targets) or HTTP/2 (h2upstream.go).
+//
 // Configuration comes from package config; Apply swaps a new configuration in
 // atomically, keeping the state of every policy whose settings did not change.
 package gateway

@@ -262,8 +262,9 @@ func TestGRPCRejectionsAreGRPCAnswers(t *testing.T) {
 			if d := <-up.deadline; d <= 0 || d > time.Second {
 				t.Errorf("the upstream's deadline is %v away, want at most the route's 1s", d)
 			}
-			if st := <-done; st.Code() != codes.DeadlineExceeded || !strings.Contains(st.Message(), "timeout") {
-				t.Errorf("a call past the route's timeout: %v, want DEADLINE_EXCEEDED from the gateway", st)
+			// (The upstream, told the deadline, may answer it first.)
+			if st := <-done; st.Code() != codes.DeadlineExceeded {
+				t.Errorf("a call past the route's timeout: %v, want DEADLINE_EXCEEDED", st)
 			}
 		})
 		t.Run("overload", func(t *testing.T) {

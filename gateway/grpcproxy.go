@@ -69,7 +69,7 @@ type heldAnswer struct {
 // log ("" when the upstream's answer was passed on). It drives the route's
 // lifecycle as the other engines do (see call), with gRPC's outcomes.
 func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, rt *route) string {
-	xff, err := stdLimit(r, st, rt)
+	xff, err := stdLimit(w, r, st, rt)
 	if err != nil {
 		return writeGRPCError(w, err)
 	}
@@ -347,13 +347,19 @@ func transportError(ctx context.Context, t *target, err error) error {
 }
 
 // grpcCause is err, or, when ctx ended first, ctx's cause: an attempt cut
-// by its deadline is a timeout, one whose client left is cancelled.
+// by its deadline is a timeout, one whose client left is cancelled. An
+// attempt that failed once its deadline had passed is a timeout too,
+// whatever the failure: the upstream, told the deadline, may end the call
+// (reset its stream) just before the gateway does.
 func grpcCause(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		if errors.Is(cerr, context.Canceled) {
 			return errClientGone
 		}
 		return cerr
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
 	}
 	return err
 }

@@ -87,10 +87,14 @@ func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.Re
 		wh.Set("Connection", "close")
 	}
 	stream := resp.BodyStream()
-	if cl := resp.Header.ContentLength(); cl >= 0 && (stream != nil || r.Method == http.MethodHead) {
+	code := resp.StatusCode()
+	switch cl := resp.Header.ContentLength(); {
+	case code < 200 || code == http.StatusNoContent || code == http.StatusNotModified:
+	case stream == nil && r.Method != http.MethodHead:
+		wh.Set("Content-Length", itoa(len(resp.Body())))
+	case cl >= 0:
 		wh.Set("Content-Length", itoa(cl))
 	}
-	code := resp.StatusCode()
 	w.WriteHeader(code)
 	wt := e.g.state.Load().cfg.Server.WriteTimeout.D()
 	if stream == nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -153,4 +154,44 @@ routes:
 			tg.stop(t)
 		}
 	})
+}
+
+// TestUpstreamCertificateReload replaces the gateway's client certificate
+// file for an mTLS upstream and applies the same configuration again: the
+// upstream's pool is rebuilt with the new certificate (the configuration
+// did not change, the files did); a broken file refuses the reload and the
+// old certificate goes on.
+func TestUpstreamCertificateReload(t *testing.T) {
+	ca := testpki.NewCA(t)
+	first, second := ca.Client("first"), ca.Client("second")
+	up := startProtoUpstream(t, "h1", ca.Server("api.internal"), ca)
+	text := fmt.Sprintf(`
+server: {engine: goroutine}
+upstreams:
+  up: {targets: ["%s"], tls: {ca_file: %s, server_name: api.internal, cert_file: %s, key_file: %s}}
+routes:
+  - {name: all, upstream: up}
+`, up.URL, ca.CertFile, first.CertFile, first.KeyFile)
+	tg := startGateway(t, parseConfig(t, text))
+	c := newClient(t)
+	if r := get(t, c, tg.URL+"/m"); r.Body != "HTTP/1.1 GET /m peer=first" {
+		t.Fatalf("before the reload: %d %q", r.Code, r.Body)
+	}
+	copyFile(t, second.CertFile, first.CertFile)
+	copyFile(t, second.KeyFile, first.KeyFile)
+	if err := tg.Apply(parseConfig(t, text)); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, c, tg.URL+"/m"); r.Body != "HTTP/1.1 GET /m peer=second" {
+		t.Errorf("after the reload: %d %q, want the new certificate", r.Code, r.Body)
+	}
+	if err := os.WriteFile(first.CertFile, []byte("broken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Apply(parseConfig(t, text)); err == nil || !strings.Contains(err.Error(), "upstreams.up.tls") {
+		t.Errorf("reload with a broken client certificate: %v, want an error naming upstreams.up.tls", err)
+	}
+	if r := get(t, c, tg.URL+"/m"); r.Body != "HTTP/1.1 GET /m peer=second" {
+		t.Errorf("after the refused reload: %d %q", r.Code, r.Body)
+	}
 }

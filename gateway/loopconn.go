@@ -54,7 +54,7 @@ type clientConn struct {
 	l     *loop
 	ctx   fasthttp.RequestCtx
 	state connState
-	gen   uint64 // counts requests and attempts, so that a late timer finds its own
+	gen   uint64 // counts requests, attempts and the waits between them, so that a late timer finds its own
 	gone  bool   // the client closed while its request was upstream
 
 	peer     netip.Addr // the client's address
@@ -483,12 +483,16 @@ func (cc *clientConn) retryAfter(delay time.Duration, err error) {
 		cc.attempt()
 		return
 	}
+	// The wait has a generation of its own: a timer of the attempt that
+	// fell due as it ended, and whose event still waits in the loop's
+	// queue, finds it ended.
+	cc.gen++
 	gen, l := cc.gen, cc.l
 	cc.timer = cc.rt.life.clock.AfterFunc(delay, func() { l.e.execute(l, func() { cc.resume(gen) }) })
 }
 
-// resume starts the next attempt after the wait that followed attempt gen
-// (a client that leaves during the wait ends it: see closed).
+// resume starts the next attempt after the wait gen (a client that leaves
+// during the wait ends it: see closed).
 func (cc *clientConn) resume(gen uint64) {
 	if cc.gen != gen || cc.state != stateBusy {
 		return

@@ -85,9 +85,12 @@ type exchange struct {
 	watch  *clientWatch // cuts the attempts when the client leaves
 }
 
-// reset clears x for reuse, keeping its buffers and watch.
+// reset clears x for reuse, keeping its buffers and watch. The watch's cut
+// is cleared too: a request that is not watched (a streamed body, a
+// coalesced call) must not find the cut of a client that left before.
 func (x *exchange) reset() *exchange {
 	*x = exchange{xff: x.xff[:0], watch: x.watch}
+	x.watch.cut = interrupt{}
 	return x
 }
 
@@ -100,6 +103,12 @@ func (x *exchange) reset() *exchange {
 func (x *exchange) run() (*fasthttp.Response, error) {
 	x.c.start(x.rt.life, x.final)
 	for {
+		if x.stream != nil && x.sent {
+			// A retry of a body that streamed to an earlier attempt: it
+			// cannot be sent again, and no target or policy is charged.
+			x.releasePrev()
+			return nil, errNotReplayable
+		}
 		a, err := x.c.begin()
 		if err != nil {
 			x.releasePrev()
@@ -152,9 +161,6 @@ func outcomeOf(resp *fasthttp.Response) (int, []byte) {
 // the body not yet read, or an *UpstreamError.
 func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	x.releasePrev()
-	if x.stream != nil && x.sent {
-		return nil, errNotReplayable
-	}
 	t := a.t
 	req := x.prepare(t)
 	resp := x.direct

@@ -41,13 +41,18 @@ func stdScheme(r *http.Request) string {
 
 // stdLimit takes r, on rt, through rt's rate limit. It returns the
 // X-Forwarded-For to send upstream (see forwardedFor), and the limit's
-// rejection when it refuses r.
-func stdLimit(r *http.Request, st *state, rt *route) ([]byte, error) {
+// rejection when it refuses r. When the limit decided, its RateLimit and
+// RateLimit-Policy headers are set on w, as the goroutine engine sets them.
+func stdLimit(w http.ResponseWriter, r *http.Request, st *state, rt *route) ([]byte, error) {
 	peer, xff := stdPeer(r), []byte(strings.Join(r.Header.Values("X-Forwarded-For"), ", "))
 	if rt.limit != nil {
 		key := rt.limit.key(stdRequest{r}, rt, clientIP(peer, xff, st.trusted))
-		ok, retryAfter, _ := rt.limit.allow(key, rt, nil)
+		ok, retryAfter, v := rt.limit.allow(key, rt, nil)
 		rt.metrics.RateLimit(ok)
+		if len(v) > 0 {
+			w.Header().Set("RateLimit-Policy", string(rt.limit.policy))
+			w.Header().Set("RateLimit", string(v))
+		}
 		if !ok {
 			return nil, &sluice.Rejection{Reason: sluice.RateLimited, Policy: rt.name, RetryAfter: retryAfter}
 		}

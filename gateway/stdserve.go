@@ -28,16 +28,20 @@ func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *h
 		return false
 	}
 	rt.inflight.Add(1)
-	defer rt.inflight.Add(-1)
 	sw := &statusWriter{ResponseWriter: w}
 	var reason string
+	var carry func() // a WebSocket's, after its 101
 	if grpc {
 		reason = g.serveGRPC(sw, r, st, rt)
 	} else {
-		reason = g.serveStdWebSocket(sw, r, st, rt)
+		reason, carry = g.serveStdWebSocket(sw, r, st, rt)
 	}
 	ctx.Response.SetStatusCode(sw.status(reason))
 	g.finish(ctx, rt, start, reason)
+	rt.inflight.Add(-1) // the request is answered; its WebSocket is not a request
+	if carry != nil {
+		carry()
+	}
 	return true
 }
 

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,4 +101,26 @@ routes:
 			}
 		}
 	})
+}
+
+// TestTLSResponseLength checks that a response the gateway reads whole
+// (here 40 KiB) reaches an HTTP/1.1 client over TLS with its
+// Content-Length, not chunked, as on the plaintext listener.
+func TestTLSResponseLength(t *testing.T) {
+	ca := testpki.NewCA(t)
+	body := strings.Repeat("x", 40<<10)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write([]byte(body))
+	})
+	tg := startGateway(t, parseConfig(t, tlsGatewayConfig, "goroutine", certList(ca.Server("127.0.0.1")), up.URL, ""))
+	addr := serveTLS(t, tg)
+	resp, err := protoClient(t, "h1", ca.Pool, "").Get("https://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, resp)
+	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 || got != body {
+		t.Errorf("Content-Length %d, Transfer-Encoding %v, %d bytes; want %d bytes with their length", resp.ContentLength, resp.TransferEncoding, len(got), len(body))
+	}
 }

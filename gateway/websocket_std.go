@@ -26,13 +26,15 @@ var errNoHijack = errors.New("gateway: the connection cannot be taken over")
 // serveStdWebSocket serves a WebSocket handshake on rt on a net/http
 // server (HTTP/1.1 on the TLS listener), as serveWebSocket does on the
 // goroutine engine: the rate limit first, then the handshake, then, after
-// a 101, the connection taken from net/http (hijacked) and carried. It
-// returns the reason for the log ("" when the upstream's answer was
-// passed on).
-func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *state, rt *route) string {
-	xff, err := stdLimit(r, st, rt)
+// a 101, the connection taken from net/http (hijacked). It returns the
+// reason for the log ("" when the upstream's answer was passed on) and,
+// after a 101, carry, which carries the connection until it ends: the
+// handshake is recorded first, as on the goroutine engine, so that a
+// WebSocket's lifetime never counts as a request's duration.
+func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *state, rt *route) (reason string, carry func()) {
+	xff, err := stdLimit(w, r, st, rt)
 	if err != nil {
-		return writeStdError(w, err)
+		return writeStdError(w, err), nil
 	}
 	uri := r.RequestURI
 	if uri == "" {
@@ -43,15 +45,15 @@ func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *
 			headers: stdHeaders(r.Header), connection: []byte(strings.Join(r.Header.Values("Connection"), ", ")), xff: xff}, host)
 	})
 	if err != nil {
-		return writeStdError(w, err)
+		return writeStdError(w, err), nil
 	}
 	if call == nil {
-		return wsStdPassRefusal(w, resp, up)
+		return wsStdPassRefusal(w, resp, up), nil
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		call.abandon(up)
-		return writeStdError(w, errNoHijack)
+		return writeStdError(w, errNoHijack), nil
 	}
 	_ = conn.SetDeadline(time.Time{}) // the server's deadlines were the request's
 	var client net.Conn = conn
@@ -61,10 +63,9 @@ func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *
 	if _, err := conn.Write(wsSwitchingHead(resp)); err != nil {
 		_ = conn.Close()
 		call.abandon(up)
-		return answer.ClientClosed
+		return answer.ClientClosed, nil
 	}
-	call.carry(client, up)
-	return ""
+	return "", func() { call.carry(client, up) }
 }
 
 // wsStdPassRefusal passes on a target's answer other than 101 to a

@@ -54,14 +54,21 @@ routes:
 		for i := range 100 {
 			echo(t, c, websocket.MessageBinary, []byte(strings.Repeat(fmt.Sprint(i), i*50)))
 		}
+		// The handshake is recorded once answered, as on the goroutine
+		// engine: a WebSocket's lifetime is no request's duration.
+		if m := gw.metricsText(t); !strings.Contains(m, `sluice_requests_total{code="101",outcome="ok",route="ws"} 1`) {
+			t.Errorf("the open WebSocket's handshake is not among the requests served:\n%s", m)
+		}
 		if _, resp, err := dialWSVia(t, client, url+"/b"); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("a second WebSocket while the only slot is held: %v %+v, want 503", err, resp)
 		}
 		c.Close(websocket.StatusNormalClosure, "")
 		eventually(t, "the slot to be released", func() bool { return gw.routeStatus(t, "ws").ConcurrencyInFlight == 0 })
 		// Two handshakes used the limit of 2 (the refused one counted too).
-		if _, resp, err := dialWSVia(t, client, url+"/c"); err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
-			t.Fatalf("a third handshake over the rate limit: %v %+v, want 429", err, resp)
+		_, resp, err = dialWSVia(t, client, url+"/c")
+		if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+			resp.Header.Get("RateLimit-Policy") != `"ws";q=2;w=3600` {
+			t.Fatalf("a third handshake over the rate limit: %v %+v, want 429 with Retry-After and the RateLimit headers", err, resp)
 		}
 	})
 }

@@ -171,6 +171,9 @@ func TestWebSocketManyMessagesBothWays(t *testing.T) {
 		if err := <-sent; err != nil {
 			t.Fatal(err)
 		}
+		if m := gw.metricsText(t); !strings.Contains(m, `sluice_requests_total{code="101",outcome="ok",route="ws"} 1`) {
+			t.Errorf("the open WebSocket's handshake is not among the requests served:\n%s", m)
+		}
 		if err := c.Close(websocket.StatusNormalClosure, "bye"); err != nil {
 			t.Errorf("close handshake through the gateway: %v", err)
 		}

@@ -84,6 +84,7 @@ func (s *syncBuffer) String() string {
 type proc struct {
 	cmd    *exec.Cmd
 	listen string // the gateway's address
+	tls    string // the TLS listener's address, "off" without one
 	admin  string // the admin API's address
 	log    *syncBuffer
 	exited chan struct{}
@@ -116,10 +117,10 @@ func startServe(t testing.TB, args ...string) (*proc, error) {
 		for sc.Scan() {
 			line := sc.Bytes()
 			p.log.Write(append(line, '\n'))
-			var e struct{ Msg, Listen, Admin string }
+			var e struct{ Msg, Listen, TLS, Admin string }
 			if json.Unmarshal(line, &e) == nil && e.Msg == "sluice serving" {
 				readyOnce.Do(func() {
-					p.listen, p.admin = e.Listen, e.Admin
+					p.listen, p.tls, p.admin = e.Listen, e.TLS, e.Admin
 					close(ready)
 				})
 			}
