@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
@@ -293,6 +295,69 @@ func TestH2CUpgradeRefusedIsPlainRequest(t *testing.T) {
 			if r.Header.Get("Upgrade") != "" {
 				t.Errorf("%s reached the upstream with Upgrade %q", r.Target, r.Header.Get("Upgrade"))
 			}
+		}
+	})
+}
+
+// TestH2CUpgradeKeepsRouteRules is h2c smuggling through a front proxy
+// turned on the gateway: a client upgrades a request its routes admit,
+// then sends, as HTTP/2 streams on the upgraded connection, one they
+// refuse and more than the rate limit lets through. Each stream is routed
+// and limited as a request of its own (the gateway serves HTTP/2 itself:
+// it never tunnels an upgraded connection to an upstream).
+func TestH2CUpgradeKeepsRouteRules(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - name: public
+    upstream: up
+    match: {path_prefix: /public/}
+    policies: {rate_limit: {limit: 2, period: 1h}}
+`, engine, u.addr))
+		c, br := dialClient(t, tg.Addr)
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		_, err := io.WriteString(c, "GET /public/a HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
+			"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("upgrade: %v %v", resp, err)
+		}
+		if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+			t.Fatal(err)
+		}
+		h := &h2raw{c: c, fr: http2.NewFramer(c, br), hdr: map[string]string{}}
+		h.enc = hpack.NewEncoder(&h.hb)
+		h.dec = hpack.NewDecoder(4096, func(f hpack.HeaderField) { h.hdr[f.Name] = f.Value })
+		if err := h.fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Errorf("the upgraded request: %s, want 200", st)
+		}
+		for _, s := range []struct {
+			id   uint32
+			path string
+			want string
+		}{{3, "/admin", "404"}, {5, "/public/b", "200"}, {7, "/public/c", "429"}} {
+			h.headers(t, s.id, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", s.path)
+			if st, _ := h.read(t, s.id); st != s.want {
+				t.Errorf("stream %d, %s: %s, want %s", s.id, s.path, st, s.want)
+			}
+		}
+		for _, r := range u.requests() {
+			if !strings.HasPrefix(r.Target, "/public/") {
+				t.Errorf("the upstream saw %s", r.Target)
+			}
+		}
+		if n := len(u.requests()); n != 2 {
+			t.Errorf("the upstream saw %d requests, want 2", n)
 		}
 	})
 }
