@@ -299,9 +299,9 @@ func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, rea
 		}
 		if err != nil {
 			uerr := transportError(ctx, t, err)
-			code, _ := answer.GRPCClassify(uerr)
+			code, reason := answer.GRPCClassify(uerr)
 			h.Set(http.TrailerPrefix+hdrGRPCStatus, strconv.Itoa(int(code)))
-			h.Set(http.TrailerPrefix+hdrGRPCMessage, encodeGRPCMessage(uerr.Error()))
+			h.Set(http.TrailerPrefix+hdrGRPCMessage, encodeGRPCMessage(grpcMessage(uerr, reason)))
 			return uerr
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -358,6 +359,47 @@ routes:
 		}
 		if n := len(u.requests()); n != 2 {
 			t.Errorf("the upstream saw %d requests, want 2", n)
+		}
+	})
+}
+
+// TestGRPCErrorsNameNoUpstream makes gRPC calls the gateway fails: to a
+// target that refuses connections, and to one that breaks its answer off.
+// The grpc-message names the reason (as the JSON error body of other
+// requests does), never the target's address or the transport's error
+// text. (Both went to the client: the network's layout, told to anyone.)
+func TestGRPCErrorsNameNoUpstream(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		breaks := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/grpc")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte{0, 0, 0, 0, 0}) // one empty message, then no trailers
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}))
+		breaks.Config.ErrorLog = log.New(io.Discard, "", 0)
+		breaks.Config.Protocols = new(http.Protocols)
+		breaks.Config.Protocols.SetUnencryptedHTTP2(true)
+		checkLeaks(t)
+		breaks.Start()
+		t.Cleanup(breaks.Close)
+		closed := closedAddr(t)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  closed: {targets: ["http://%s"]}
+  breaks: {targets: ["%s"]}
+routes:
+  - {name: closed, upstream: closed, match: {path_prefix: /grpc.testing.TestService/UnaryCall}}
+  - {name: breaks, upstream: breaks}
+`, engine, closed, breaks.URL))
+		c := grpcClient(t, gw.Addr)
+		if st, _ := unary(t, c, "x"); st.Code() != codes.Unavailable || strings.Contains(st.Message(), "127.0.0.1") {
+			t.Errorf("a call to a closed port: %v, want UNAVAILABLE naming no address", st)
+		}
+		_, err := c.EmptyCall(callCtx(t), &testgrpc.Empty{})
+		if st := status.Convert(err); st.Code() != codes.Unavailable || strings.Contains(st.Message(), "127.0.0.1") {
+			t.Errorf("a call whose answer broke off: %v, want UNAVAILABLE naming no address", st)
 		}
 	})
 }
