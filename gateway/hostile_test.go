@@ -403,3 +403,51 @@ routes:
 		}
 	})
 }
+
+// TestWebSocketHandshakeOriginForm sends WebSocket handshakes whose
+// request target is in absolute form, naming another host than the Host
+// header the route was chosen by, on the plaintext listener and over TLS:
+// the upstream gets the origin form (path and query), as for any other
+// request. (It got the absolute form, whose host a server must prefer to
+// Host, RFC 9112 section 3.2.2: a host the route never saw.)
+func TestWebSocketHandshakeOriginForm(t *testing.T) {
+	const handshake = "GET http://other.test/ws?q=1 HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		u := startWireUpstream(t, func(int, seenRequest) string {
+			return "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
+		})
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, certList(ca.Server("localhost", "127.0.0.1")), u.addr))
+		tlsAddr := serveTLS(t, tg)
+		exchangeRaw(t, tg.Addr, handshake, 1)
+		tc, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		_ = tc.SetDeadline(time.Now().Add(waitLimit))
+		if _, err := io.WriteString(tc, handshake); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := http.ReadResponse(bufio.NewReader(tc), nil); err != nil {
+			t.Fatal(err)
+		}
+		seen := u.requests()
+		if len(seen) != 2 {
+			t.Fatalf("the upstream saw %d handshakes, want 2", len(seen))
+		}
+		for _, r := range seen {
+			if r.Target != "/ws?q=1" {
+				t.Errorf("the upstream saw the handshake's target %q, want /ws?q=1", r.Target)
+			}
+		}
+	})
+}

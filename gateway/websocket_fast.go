@@ -28,7 +28,9 @@ func isWebSocket(h *fasthttp.RequestHeader) bool {
 func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte) string {
 	h := &ctx.Request.Header
 	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
-		return wsRequestHead(wsHandshakeFrom{uri: h.RequestURI(), host: h.Host(), proto: "http", headers: h.All(),
+		// The origin form, as other requests go upstream: an absolute
+		// form's host would outrank Host, which chose the route.
+		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), proto: "http", headers: h.All(),
 			connection: oneList(h.PeekAll("Connection")), xff: xff}, host)
 	})
 	if err != nil {

@@ -36,10 +36,7 @@ func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *
 	if err != nil {
 		return writeStdError(w, err), nil
 	}
-	uri := r.RequestURI
-	if uri == "" {
-		uri = r.URL.RequestURI()
-	}
+	uri := r.URL.RequestURI() // the origin form (see serveWebSocket)
 	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
 		return wsRequestHead(wsHandshakeFrom{uri: []byte(uri), host: []byte(r.Host), proto: stdScheme(r),
 			headers: stdHeaders(r.Header), connection: []byte(strings.Join(r.Header.Values("Connection"), ", ")), xff: xff}, host)
