@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
@@ -449,5 +450,28 @@ routes:
 				t.Errorf("the upstream saw the handshake's target %q, want /ws?q=1", r.Target)
 			}
 		}
+	})
+}
+
+// TestWebSocketWithoutResponseHeaderTimeout opens a WebSocket through an
+// upstream whose response_header_timeout is 0s (no bound, as for other
+// requests): the handshake passes and messages flow. (Its deadline was
+// then the handshake's start: every handshake failed with a 502.)
+func TestWebSocketWithoutResponseHeaderTimeout(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startWSUpstream(t)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"], response_header_timeout: 0s}
+routes:
+  - {name: ws, upstream: up}
+`, engine, up.URL))
+		c, resp, err := dialWS(t, gw.URL+"/a")
+		if err != nil {
+			t.Fatalf("dial: %v %+v", err, resp)
+		}
+		echo(t, c, websocket.MessageText, []byte("hello"))
+		c.Close(websocket.StatusNormalClosure, "")
 	})
 }
