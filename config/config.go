@@ -40,8 +40,12 @@ type Config struct {
 	// Store is where shared rate-limit state lives.
 	Store Store `yaml:"store"`
 	// TrustedProxies lists the CIDRs (or single IPs) whose X-Forwarded-For
-	// header is believed when taking a client's address. Default: none, so the
-	// peer address is always used.
+	// header is believed when taking a client's address (and extended on
+	// the way upstream), and whose X-Forwarded-Host and X-Forwarded-Proto
+	// go upstream as they came (a proxy in front that terminated TLS says
+	// https). Default: none, so the peer address is always used, and the
+	// gateway sets X-Forwarded-Host to the client's Host and
+	// X-Forwarded-Proto to http.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// Server holds the listener's limits and timeouts.
 	Server Server `yaml:"server"`
@@ -296,6 +300,17 @@ type Route struct {
 	// GRPC says how the route serves gRPC calls. Default: no call is
 	// retried.
 	GRPC *GRPC `yaml:"grpc"`
+	// Rewrite changes the request's path on its way upstream, after
+	// routing (Match sees the client's path). Default: none.
+	Rewrite *Rewrite `yaml:"rewrite"`
+	// Headers changes the request's headers on their way upstream and the
+	// upstream response's on their way to the client, after routing and
+	// after the hop-by-hop headers are dropped. Default: none.
+	Headers *HeaderRules `yaml:"headers"`
+	// PreserveHost sends the client's Host header upstream; by default
+	// (false) the upstream sees its target's host:port. X-Forwarded-Host
+	// carries the client's Host either way.
+	PreserveHost bool `yaml:"preserve_host"`
 }
 
 // GRPC configures a route's gRPC calls: requests over HTTP/2 whose
@@ -314,6 +329,43 @@ type GRPC struct {
 	// sends it, and its answer too, so that a retry can replace it.
 	// Default: none.
 	Idempotent []string `yaml:"idempotent"`
+}
+
+// Rewrite changes a request's path: StripPrefix comes off, then AddPrefix
+// goes on. The query is kept.
+type Rewrite struct {
+	// StripPrefix is removed from the start of the path when the path
+	// starts with it at a segment boundary (the path is the prefix, or
+	// goes on with "/"); a path that was the prefix alone becomes "/".
+	// It starts with "/" and does not end with "/". Default: none.
+	StripPrefix string `yaml:"strip_prefix"`
+	// AddPrefix is put before the path. It starts with "/" and does not
+	// end with "/". Default: none.
+	AddPrefix string `yaml:"add_prefix"`
+}
+
+// HeaderRules are a route's changes to the headers of its requests and of
+// their upstream responses (not of the gateway's own answers: errors,
+// rejections, fallbacks).
+type HeaderRules struct {
+	Request  HeaderEdit `yaml:"request"`
+	Response HeaderEdit `yaml:"response"`
+}
+
+// HeaderEdit changes a message's headers: Remove drops every field of each
+// name, then Set replaces every field of each name with its value, then
+// Add adds a field beside those already there. Names are RFC 9110 tokens,
+// matched without regard to case; values have no control characters but
+// tab and no space at either end. The framing and hop-by-hop headers
+// (Content-Length, Transfer-Encoding, Host, Connection, Keep-Alive,
+// Proxy-Connection, TE, Trailer, Upgrade) are the gateway's to write and
+// cannot be named (preserve_host chooses the Host), nor can a response's
+// Date; on a route with a rate limit, the RateLimit and RateLimit-Policy
+// headers of every answer are the limit's, whatever the rules say.
+type HeaderEdit struct {
+	Set    map[string]string `yaml:"set"`
+	Add    map[string]string `yaml:"add"`
+	Remove []string          `yaml:"remove"`
 }
 
 // Match selects requests. Every given condition must hold; an empty Match

@@ -213,3 +213,59 @@ routes:
 		}
 	}
 }
+
+// TestRouteRules checks that a route's rewrite and header rules decode, and
+// that every bad one is reported at its YAML path.
+func TestRouteRules(t *testing.T) {
+	good := `upstreams: {a: {targets: ["http://x:1"]}}
+routes:
+  - name: r
+    upstream: a
+    rewrite: {strip_prefix: /v1, add_prefix: /api}
+    headers:
+      request: {set: {X-Env: prod}, add: {X-Tag: a}, remove: [Cookie]}
+      response: {remove: [Server]}
+    preserve_host: true
+`
+	c, err := config.Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Routes[0]
+	if r.Rewrite.StripPrefix != "/v1" || r.Rewrite.AddPrefix != "/api" || r.Headers.Request.Set["X-Env"] != "prod" ||
+		r.Headers.Request.Add["X-Tag"] != "a" || r.Headers.Request.Remove[0] != "Cookie" || r.Headers.Response.Remove[0] != "Server" || !r.PreserveHost {
+		t.Errorf("decoded %+v %+v %+v", r.Rewrite, r.Headers, r.PreserveHost)
+	}
+	bad := `upstreams: {a: {targets: ["http://x:1"]}}
+routes:
+  - name: r
+    upstream: a
+    rewrite: {strip_prefix: v1/, add_prefix: "/a b"}
+    headers:
+      request: {set: {"X Bad": v, X-Ok: "a\r\nInjected: 1"}, add: {content-length: "1"}, remove: [Transfer-Encoding, Host]}
+      response: {set: {Connection: close}, remove: [X-Fine, "Bad:", date]}
+`
+	_, err = config.Parse("bad.yaml", []byte(bad))
+	if err == nil {
+		t.Fatal("bad rules accepted")
+	}
+	for _, w := range []string{
+		`routes[0].rewrite.strip_prefix: want a path such as /v1`,
+		`routes[0].rewrite.add_prefix: want a path such as /v1`,
+		`routes[0].headers.request.set.X Bad: "X Bad" is not a header name`,
+		`routes[0].headers.request.set.X-Ok: a header value has no control characters`,
+		`routes[0].headers.request.add.content-length: content-length is a framing or hop-by-hop header`,
+		`routes[0].headers.request.remove[0]: Transfer-Encoding is a framing or hop-by-hop header`,
+		`routes[0].headers.request.remove[1]: Host is a framing or hop-by-hop header`,
+		`routes[0].headers.response.set.Connection: Connection is a framing or hop-by-hop header`,
+		`routes[0].headers.response.remove[1]: "Bad:" is not a header name`,
+		`routes[0].headers.response.remove[2]: a response's Date is the gateway's`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("errors lack %q:\n%v", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), "X-Fine") {
+		t.Errorf("a good name reported:\n%v", err)
+	}
+}

@@ -214,6 +214,73 @@ func (v *validator) config(c *Config) {
 		if r.GRPC != nil {
 			v.grpc(path+".grpc", r.GRPC)
 		}
+		if r.Rewrite != nil {
+			v.prefix(path+".rewrite.strip_prefix", r.Rewrite.StripPrefix)
+			v.prefix(path+".rewrite.add_prefix", r.Rewrite.AddPrefix)
+		}
+		if h := r.Headers; h != nil {
+			v.headerEdit(path+".headers.request", &h.Request)
+			v.headerEdit(path+".headers.response", &h.Response)
+		}
+	}
+}
+
+// prefix checks a path prefix of a rewrite: empty (none), or a path that
+// starts with "/", does not end with "/", and has only the characters a
+// path may have without percent-encoding (RFC 3986).
+func (v *validator) prefix(path, p string) {
+	if p == "" {
+		return
+	}
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsFunc(p, func(r rune) bool {
+		return r > unicode.MaxASCII || !isPathChar(byte(r))
+	}) {
+		v.at(path, "want a path such as /v1: starting with /, not ending with /, without spaces, %%, ? or #; got %q", p)
+	}
+}
+
+// isPathChar reports whether c may appear in a path without
+// percent-encoding (RFC 3986 pchar and "/").
+func isPathChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0
+}
+
+// reservedHeaders are the headers a route's header rules cannot name: the
+// gateway writes the framing and hop-by-hop headers itself.
+var reservedHeaders = []string{"Content-Length", "Transfer-Encoding", "Host", "Connection", "Keep-Alive",
+	"Proxy-Connection", "Te", "Trailer", "Upgrade"}
+
+// headerEdit checks a route's header rules for one direction.
+func (v *validator) headerEdit(path string, e *HeaderEdit) {
+	response := strings.HasSuffix(path, ".response")
+	name := func(p, n string) {
+		switch {
+		case !isToken(n):
+			v.at(p, "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", n)
+		case slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, n) }):
+			v.at(p, "%s is a framing or hop-by-hop header, which the gateway writes itself", n)
+		case response && strings.EqualFold(n, "Date"):
+			v.at(p, "a response's Date is the gateway's (the time it leaves)")
+		}
+	}
+	for _, op := range []struct {
+		key    string
+		fields map[string]string
+	}{{"set", e.Set}, {"add", e.Add}} {
+		for _, n := range sortedKeys(op.fields) {
+			p := path + "." + op.key + "." + n
+			name(p, n)
+			if !isHeaderValue(op.fields[n]) {
+				v.at(p, "a header value has no control characters and no leading or trailing space, got %q", op.fields[n])
+			}
+		}
+	}
+	for i, n := range e.Remove {
+		name(fmt.Sprintf("%s.remove[%d]", path, i), n)
 	}
 }
 

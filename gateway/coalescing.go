@@ -37,7 +37,7 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 		own *fasthttp.Response // the private answer, when led
 	)
 	key := coalescingKey(&ctx.Request.Header, limitKey, rt.cfg.Policies.CoalesceVary)
-	shared, err, _ := rt.group.Do(context.Background(), key, func(context.Context) (*sharedResponse, error) {
+	shared, err, _ := rt.life.group.Do(context.Background(), key, func(context.Context) (*sharedResponse, error) {
 		led = true
 		resp, err := x.run()
 		x.take(resp)
@@ -69,6 +69,11 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 	}
 	for _, kv := range shared.headers {
 		ctx.Response.Header.AddBytesKV(kv[0], kv[1])
+	}
+	if rt.rules != nil {
+		kept := keepRateLimit(&ctx.Response.Header) // the limit's own: they stand
+		rt.rules.response.apply(&ctx.Response.Header)
+		kept.restore(&ctx.Response.Header)
 	}
 	ctx.Response.Header.SetStatusCode(shared.status)
 	ctx.Response.SetBodyRaw(shared.body)

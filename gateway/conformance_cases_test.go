@@ -144,6 +144,14 @@ func forwardedCases() []confCase {
 			want: []string{"200 /a"}, keep: true,
 			up: []upWant{{method: "GET", target: "/a", hdr: []string{"X-Forwarded-For: 1.1.1.1, 127.0.0.1"}}}},
 		// RFC 9110 section 5.3: field lines of one name are one list.
+		// A trusted proxy in front (one that terminated TLS, say) says how
+		// the client reached it; anyone else's say is replaced (above).
+		{name: "x-forwarded-proto and -host from a trusted proxy", req: get("X-Forwarded-Proto: https\nX-Forwarded-Host: api.example.com\n"), trusted: true,
+			want: []string{"200 /a"}, keep: true,
+			up: []upWant{{method: "GET", target: "/a", hdr: []string{"X-Forwarded-Proto: https", "X-Forwarded-Host: api.example.com"}}}},
+		{name: "two x-forwarded-proto from a trusted proxy", req: get("X-Forwarded-Proto: https\nX-Forwarded-Proto: http\n"), trusted: true,
+			want: []string{"200 /a"}, keep: true,
+			up: []upWant{{method: "GET", target: "/a", hdr: []string{"X-Forwarded-Proto: https, http", "X-Forwarded-Host: x"}}}},
 		{name: "two x-forwarded-for from a trusted proxy", req: get("X-Forwarded-For: 1.1.1.1\nX-Forwarded-For: 2.2.2.2\n"), trusted: true,
 			want: []string{"200 /a"}, keep: true,
 			up: []upWant{{method: "GET", target: "/a", hdr: []string{"X-Forwarded-For: 1.1.1.1, 2.2.2.2, 127.0.0.1"}}}},

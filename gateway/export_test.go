@@ -5,8 +5,8 @@ package gateway
 // every request to have joined before letting the upstream answer.
 func CoalesceShared(g *Gateway, route string) uint64 {
 	for _, r := range g.state.Load().routes {
-		if r.name == route && r.group != nil {
-			return r.group.Stats().Shared
+		if r.name == route && r.life.group != nil {
+			return r.life.group.Stats().Shared
 		}
 	}
 	return 0

@@ -237,9 +237,8 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	err := g.server.ShutdownWithContext(ctx)
 	<-drained
 	if loops != nil {
-		// fasthttp serves a listener given to it after its shutdown: the
-		// loops' hand-over listener, when the gateway is shut down before
-		// that serving began, would be served for ever.
+		// fasthttp closes the listeners its Serve had registered; one
+		// registered after ShutdownWithContext would block in Accept.
 		_ = loops.handoff.Close()
 	}
 	err = errors.Join(err, loopErr, <-h2Done, g.tunnels.shutdown(ctx))

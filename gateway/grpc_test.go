@@ -366,3 +366,40 @@ routes:
 		t.Fatalf("after CloseSend: %v", err)
 	}
 }
+
+// TestGRPCRouteRulesAndTrustedProxy makes a call from a trusted proxy on a
+// route with header rules: the upstream sees the rules' and the proxy's
+// headers, the client the response rule's.
+func TestGRPCRouteRulesAndTrustedProxy(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startGRPCUpstream(t)
+		gw := startGateway(t, parseConfig(t, `
+trusted_proxies: [127.0.0.1/32]
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - name: grpc
+    upstream: up
+    headers:
+      request: {set: {X-Env: prod}, remove: [X-Secret]}
+      response: {set: {X-Served-By: sluice}}
+`, engine, up.addr))
+		c := grpcClient(t, gw.Addr)
+		ctx := metadata.AppendToOutgoingContext(callCtx(t), "x-secret", "s", "x-forwarded-proto", "https", "x-forwarded-host", "example.com")
+		var hdr metadata.MD
+		if _, err := c.UnaryCall(ctx, &testgrpc.SimpleRequest{Payload: payload([]byte("x"))}, grpc.Header(&hdr)); err != nil {
+			t.Fatal(err)
+		}
+		if got := hdr.Get("x-served-by"); len(got) != 1 || got[0] != "sluice" {
+			t.Errorf("x-served-by = %q, want the response rule's [sluice]", got)
+		}
+		md := <-up.md
+		for name, want := range map[string]string{"x-env": "prod", "x-secret": "", "x-forwarded-proto": "https",
+			"x-forwarded-host": "example.com", "x-forwarded-for": "127.0.0.1"} {
+			if got := strings.Join(md.Get(name), ","); got != want {
+				t.Errorf("the upstream got %s %q, want %q", name, got, want)
+			}
+		}
+	})
+}

@@ -44,14 +44,16 @@ import (
 
 // grpcCall is one gRPC call on its way upstream, across attempts.
 type grpcCall struct {
-	rt   *route
-	w    http.ResponseWriter
-	r    *http.Request
-	xff  string
-	in   *clientBody // the client's request, bounded by server.max_body_bytes
-	body []byte      // the request, read whole when the call may be retried
-	rest io.Reader   // the request when it streams
-	sent bool        // rest was given to an attempt
+	rt  *route
+	w   http.ResponseWriter
+	r   *http.Request
+	xff string
+	// fwdHost and fwdProto are the X-Forwarded-Host and -Proto to send.
+	fwdHost, fwdProto string
+	in                *clientBody // the client's request, bounded by server.max_body_bytes
+	body              []byte      // the request, read whole when the call may be retried
+	rest              io.Reader   // the request when it streams
+	sent              bool        // rest was given to an attempt
 	// hold: the call may be retried, so an answer is read whole before any
 	// of it is sent.
 	hold  bool
@@ -86,6 +88,7 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	_ = http.NewResponseController(w).SetReadDeadline(dl)
 	in := newClientBody(r.Body, st.cfg.Server.MaxBodyBytes)
 	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in}
+	c.fwdHost, c.fwdProto = stdForwarded(r, st)
 	if rt.policies.retry != nil && rt.grpc.idempotent(r.URL.Path) {
 		if reason := c.readRequest(); reason != "" {
 			return reason
@@ -220,8 +223,9 @@ func (c *grpcCall) exchange(ctx context.Context, t *target) error {
 }
 
 // request builds the upstream request of an attempt to t: the client's
-// path and end-to-end headers, the gateway's X-Forwarded-*, TE: trailers
-// (gRPC's), and what is left of the call's deadline as grpc-timeout.
+// path and end-to-end headers, the gateway's X-Forwarded-*, the route's
+// rewrite and header rules, TE: trailers (gRPC's), and what is left of the
+// call's deadline as grpc-timeout.
 func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error) {
 	var body io.Reader = c.rest
 	if c.body != nil {
@@ -233,7 +237,15 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 	if t.client.IsTLS {
 		scheme = "https://"
 	}
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.client.Addr+c.r.URL.RequestURI(), body)
+	uri := c.r.URL.RequestURI()
+	rules := c.rt.rules
+	if rules != nil {
+		uri = string(rules.appendPath(nil, []byte(c.r.URL.EscapedPath())))
+		if q := c.r.URL.RawQuery; q != "" {
+			uri += "?" + q
+		}
+	}
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.client.Addr+uri, body)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +263,14 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 	}
 	out.Header.Set("Te", "trailers")
 	out.Header.Set("X-Forwarded-For", c.xff)
-	out.Header.Set("X-Forwarded-Host", c.r.Host)
-	out.Header.Set("X-Forwarded-Proto", stdScheme(c.r))
+	out.Header.Set("X-Forwarded-Host", c.fwdHost)
+	out.Header.Set("X-Forwarded-Proto", c.fwdProto)
+	if rules != nil {
+		rules.request.apply(out.Header)
+		if rules.preserveHost {
+			out.Host = c.r.Host
+		}
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		out.Header.Set(hdrGRPCTimeout, formatGRPCTimeout(time.Until(dl)))
 	}
@@ -266,7 +284,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 // DEADLINE_EXCEEDED) in its trailers.
 func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, read []byte) error {
 	h := c.w.Header()
-	copyEndToEnd(h, resp.Header)
+	c.copyHeader(h, resp.Header)
 	for k := range resp.Trailer { // announced, and sent once the body ends
 		h.Add("Trailer", k)
 	}
@@ -315,13 +333,22 @@ func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, rea
 func (c *grpcCall) sendHeld() {
 	a := c.held
 	h := c.w.Header()
-	copyEndToEnd(h, a.header)
+	c.copyHeader(h, a.header)
 	for k, vs := range a.trailer {
 		h[http.TrailerPrefix+k] = vs
 	}
 	c.w.WriteHeader(http.StatusOK)
 	if len(a.body) > 0 {
 		_, _ = c.w.Write(a.body)
+	}
+}
+
+// copyHeader adds the upstream's end-to-end headers src to the client's
+// dst, as the route's response rules change them.
+func (c *grpcCall) copyHeader(dst, src http.Header) {
+	copyEndToEnd(dst, src)
+	if rules := c.rt.rules; rules != nil {
+		rules.response.apply(dst)
 	}
 }
 

@@ -34,6 +34,7 @@ type grpcUpstream struct {
 	input     atomic.Int64  // StreamingInputCall calls
 	empty     atomic.Int64  // EmptyCall calls
 	deadline  chan time.Duration
+	md        chan metadata.MD // a UnaryCall's request metadata, when room
 	blocked   chan struct{}
 }
 
@@ -44,7 +45,7 @@ func startGRPCUpstream(t *testing.T) *grpcUpstream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &grpcUpstream{addr: ln.Addr().String(), deadline: make(chan time.Duration, 64), blocked: make(chan struct{}, 64)}
+	u := &grpcUpstream{addr: ln.Addr().String(), deadline: make(chan time.Duration, 64), md: make(chan metadata.MD, 64), blocked: make(chan struct{}, 64)}
 	s := grpc.NewServer()
 	testgrpc.RegisterTestServiceServer(s, u)
 	go s.Serve(ln)
@@ -65,6 +66,12 @@ func (u *grpcUpstream) failing(ctx context.Context) error {
 
 func (u *grpcUpstream) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	u.unary.Add(1)
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		select {
+		case u.md <- md:
+		default:
+		}
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		select {
 		case u.deadline <- time.Until(dl):

@@ -12,7 +12,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/telemetry"
@@ -24,14 +23,13 @@ type route struct {
 	cfg   *config.Route
 	match matcher
 	pool  *pool
-	limit *rateLimit // nil when the route has no rate limit
-	life  *lifecycle // what every engine drives a request through
+	life  *lifecycle  // what every engine drives a request through
+	rules *routeRules // nil when the route changes nothing of its requests
 	// loop reports whether event loops can serve the route: its policies
 	// decide at once.
 	loop     bool
-	group    *coalesce.Group[string, *sharedResponse] // nil unless coalescing
-	grpc     grpcMethods                              // the gRPC calls that may be retried
-	policies *routePolicies                           // for /status and reuse across reloads
+	grpc     grpcMethods    // the gRPC calls that may be retried
+	policies *routePolicies // for /status and reuse across reloads
 	metrics  *telemetry.Route
 	inflight atomic.Int64
 }
@@ -81,8 +79,8 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	x.https = overTLS(ctx.Conn())
 	var rl []byte       // the RateLimit header value, when the limit set one
 	var limitKey string // the request's rate-limit key, when the route has a limit
-	if rt.limit != nil {
-		limitKey = rt.limit.key(req, rt, clientIP(peer, xff, st.trusted))
+	if rt.life.rate != nil {
+		limitKey = rt.life.rate.key(req, rt, clientIP(peer, xff, st.trusted))
 		v, ok := g.limitRate(ctx, rt, limitKey, x.rl[:0])
 		if !ok {
 			g.finish(ctx, rt, start, string(sluice.RateLimited))
@@ -91,27 +89,28 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		rl = v
 	}
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
+	x.trusted = st.trusted.contains(peer)
 	if isWebSocket(h) {
-		reason := g.serveWebSocket(ctx, rt, x.xff)
+		reason := g.serveWebSocket(ctx, rt, x.xff, x.trusted)
 		g.exchanges.Put(x.reset())
 		g.finish(ctx, rt, start, reason)
 		return
 	}
 	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
-		if rt.limit != nil {
-			rt.limit.setHeaders(&ctx.Response.Header, rl)
+		if rt.life.rate != nil {
+			rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 		}
 		g.finish(ctx, rt, start, reason)
 		return
 	}
 	x.final = x.stream != nil || !idempotent(ctx.Method())
 	direct := !ctx.Request.Header.ConnectionClose()
-	if rt.limit != nil && (!direct || rt.group != nil) {
+	if rt.life.rate != nil && (!direct || rt.life.group != nil) {
 		// Set now: they belong on every answer, and the paths below keep
 		// them. A direct response sets them once the upstream answered.
-		rt.limit.setHeaders(&ctx.Response.Header, rl)
+		rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 	}
-	if rt.group != nil && x.body == nil && x.stream == nil && (ctx.IsGet() || ctx.IsHead()) {
+	if rt.life.group != nil && x.body == nil && x.stream == nil && (ctx.IsGet() || ctx.IsHead()) {
 		g.finish(ctx, rt, start, g.coalesced(ctx, rt, x, limitKey)) // x is not reused: the group holds its attempt
 		return
 	}
@@ -131,8 +130,8 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		x.watch.stop()
 	}
 	x.take(resp)
-	if x.direct != nil && rt.limit != nil {
-		rt.limit.setHeaders(&ctx.Response.Header, rl)
+	if x.direct != nil && rt.life.rate != nil {
+		rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 	}
 	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
 	reason := respond(ctx, rt, resp, err)
@@ -151,10 +150,10 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 // RateLimit header value (appended to dst) for the answer, and false once
 // it has written the 429 into ctx when the limit refuses the request.
 func (g *Gateway) limitRate(ctx *fasthttp.RequestCtx, rt *route, key string, dst []byte) ([]byte, bool) {
-	ok, retryAfter, v := rt.limit.allow(key, rt, dst)
+	ok, retryAfter, v := rt.life.rate.allow(key, rt, dst)
 	rt.metrics.RateLimit(ok)
 	if !ok {
-		rt.limit.setHeaders(&ctx.Response.Header, v) // writeError keeps them
+		rt.life.rate.setHeaders(&ctx.Response.Header, v) // writeError keeps them
 		writeError(ctx, fasthttp.StatusTooManyRequests, string(sluice.RateLimited), retryAfter)
 	}
 	return v, ok
@@ -176,11 +175,11 @@ func (g *Gateway) newExchange(rt *route, req *fasthttp.Request) *exchange {
 // for the log ("" when the upstream's response was sent).
 func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err error) string {
 	if err == nil {
-		sendResponse(ctx, resp)
+		sendResponse(ctx, resp, rt.rules)
 		return ""
 	}
 	if serr := (*StatusError)(nil); errors.As(err, &serr) && resp != nil && rt.life.fallback == nil {
-		sendResponse(ctx, resp)
+		sendResponse(ctx, resp, rt.rules)
 		return "upstream_status"
 	}
 	if resp != nil && resp != &ctx.Response {

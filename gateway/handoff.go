@@ -45,8 +45,15 @@ func newHandoffListener(addr net.Addr) *handoffListener {
 	return &handoffListener{addr: addr, ch: make(chan net.Conn, 256), done: make(chan struct{})}
 }
 
-// deliver queues c for Accept without blocking the caller (a loop).
+// deliver queues c for Accept without blocking the caller (a loop); once
+// the listener is closed, c is closed instead.
 func (l *handoffListener) deliver(c net.Conn) {
+	select {
+	case <-l.done:
+		_ = c.Close()
+		return
+	default:
+	}
 	select {
 	case l.ch <- c:
 	default:
@@ -69,8 +76,19 @@ func (l *handoffListener) Accept() (net.Conn, error) {
 	}
 }
 
+// Close ends Accept and closes the connections still queued for it.
 func (l *handoffListener) Close() error {
-	l.once.Do(func() { close(l.done) })
+	l.once.Do(func() {
+		close(l.done)
+		for {
+			select {
+			case c := <-l.ch:
+				_ = c.Close()
+			default:
+				return
+			}
+		}
+	})
 	return nil
 }
 

@@ -22,6 +22,8 @@ type reqHead struct {
 	path        []byte // the URI without its query
 	host        []byte
 	xff         []byte // X-Forwarded-For
+	fwdHost     []byte // X-Forwarded-Host
+	fwdProto    []byte // X-Forwarded-Proto
 	connection  []byte // the Connection header's value
 	idemKey     bool   // an Idempotency-Key header is present
 	cl          int    // Content-Length; 0 when absent
@@ -35,7 +37,7 @@ type reqHead struct {
 // ".." segment, no empty segment, only the characters RFC 3986 allows), the
 // version HTTP/1.1, exactly one Host (a host name or address and a port:
 // fasthttp reads the target through it), at most one Content-Length (digits
-// only) and one Connection and X-Forwarded-For, no Transfer-Encoding,
+// only) and one Connection, X-Forwarded-For, -Host and -Proto, no Transfer-Encoding,
 // Expect or Upgrade, and header lines of a token, a colon and a value
 // without control characters but tabs, each ending in CRLF (no folded
 // lines).
@@ -82,6 +84,12 @@ func parseRequest(b []byte, h *reqHead) bool {
 		case equalName(name, "X-Forwarded-For"):
 			h.xff = value
 			return once(8)
+		case equalName(name, "X-Forwarded-Host"):
+			h.fwdHost = value
+			return once(16)
+		case equalName(name, "X-Forwarded-Proto"):
+			h.fwdProto = value
+			return once(32)
 		case equalName(name, "Idempotency-Key"):
 			h.idemKey = true
 		case equalName(name, "Transfer-Encoding"), equalName(name, "Expect"), equalName(name, "Upgrade"):
@@ -123,27 +131,51 @@ func (h *reqHead) replayable() bool { return idempotent(h.method) || h.idemKey }
 // appendRequest appends the request h, whose body is body, as it goes to a
 // target at addr: its hop-by-hop headers (those the Connection header names
 // included) dropped, X-Forwarded-For set to xff, X-Forwarded-Host to the
-// client's Host, X-Forwarded-Proto to http, and Host naming the target, as
-// exchange.prepare does for the goroutine engine.
-func appendRequest(dst []byte, h *reqHead, xff []byte, addr string, body []byte) []byte {
+// client's Host and X-Forwarded-Proto to http (unless the client is a
+// trusted proxy that sent them: then they are kept), Host naming the
+// target, and the route's rules (nil: none) applied, as exchange.prepare
+// does for the goroutine engine.
+func appendRequest(dst []byte, h *reqHead, xff []byte, trusted bool, addr string, body []byte, rules *routeRules) []byte {
 	dst = append(dst, h.method...)
 	dst = append(dst, ' ')
-	dst = append(dst, h.uri...)
+	var edit *headerEdit
+	if rules == nil {
+		dst = append(dst, h.uri...)
+	} else {
+		edit = &rules.request
+		dst = rules.appendPath(dst, h.path)
+		dst = append(dst, h.uri[len(h.path):]...) // the query
+	}
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
-	dst = append(dst, addr...)
+	if rules != nil && rules.preserveHost {
+		dst = append(dst, h.host...)
+	} else {
+		dst = append(dst, addr...)
+	}
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !isHop(k, h.connection) && !equalName(k, "Host") && !forwardedHeader(k) {
+		if !isHop(k, h.connection) && !equalName(k, "Host") && !forwardedHeader(k) && (edit == nil || !edit.drops(k)) {
 			dst = append(dst, line...)
 		}
 		b = b[len(line):]
 	}
-	dst = append(dst, "X-Forwarded-For: "...)
-	dst = append(dst, xff...)
-	dst = append(dst, "\r\nX-Forwarded-Host: "...)
-	dst = append(dst, h.host...)
-	dst = append(dst, "\r\nX-Forwarded-Proto: http\r\n\r\n"...)
+	fwdHost, fwdProto := h.host, valueHTTP
+	if trusted && len(h.fwdHost) > 0 {
+		fwdHost = h.fwdHost
+	}
+	if trusted && len(h.fwdProto) > 0 {
+		fwdProto = h.fwdProto
+	}
+	for _, f := range [...][2][]byte{{hdrForwardedFor, xff}, {hdrForwardedHost, fwdHost}, {hdrForwardedProto, fwdProto}} {
+		if edit == nil || !edit.drops(f[0]) { // else the rules replace it, as on the goroutine engine
+			dst = append(append(append(append(dst, f[0]...), ": "...), f[1]...), "\r\n"...)
+		}
+	}
+	if edit != nil {
+		dst = edit.appendLines(dst, false)
+	}
+	dst = append(dst, "\r\n"...)
 	return append(dst, body...)
 }
 
@@ -210,17 +242,21 @@ func (h *respHead) close() bool { return hasToken(h.connection, "close") }
 // appendResponse appends the response h, whose body is body, as it goes to
 // the client: its hop-by-hop headers dropped, its Date replaced by the
 // gateway's of now (see appendDate), the rate limit's headers (RateLimit-Policy:
-// policy, RateLimit: rl) replacing the target's when rl is not empty, and
-// Connection: close when closing.
-func appendResponse(dst []byte, h *respHead, policy, rl []byte, closing bool, body []byte, now time.Time) []byte {
+// policy, RateLimit: rl) replacing the target's when rl is not empty, the
+// route's response rules (edit; nil: none) applied, and Connection: close
+// when closing.
+func appendResponse(dst []byte, h *respHead, policy, rl []byte, closing bool, body []byte, now time.Time, edit *headerEdit) []byte {
 	dst = append(dst, h.status...)
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !isHop(k, h.connection) && (len(rl) == 0 || !rateLimitHeader(k)) && !equalName(k, "Date") {
+		if !isHop(k, h.connection) && (len(rl) == 0 || !rateLimitHeader(k)) && !equalName(k, "Date") && (edit == nil || !edit.drops(k)) {
 			dst = append(dst, line...)
 		}
 		b = b[len(line):]
+	}
+	if edit != nil {
+		dst = edit.appendLines(dst, len(rl) > 0)
 	}
 	dst = appendDate(dst, now)
 	if len(rl) > 0 {

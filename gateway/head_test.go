@@ -108,7 +108,7 @@ func TestAppendRequest(t *testing.T) {
 	if !parseRequest(b, &h) {
 		t.Fatal("refused")
 	}
-	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), "127.0.0.1:9001", []byte("hi")))
+	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), false, "127.0.0.1:9001", []byte("hi"), nil))
 	want := string(crlf("POST /v1/x?q=1 HTTP/1.1\nHost: 127.0.0.1:9001\nContent-Length: 2\nAccept: */*\n" +
 		"X-Forwarded-For: 10.0.0.1, 127.0.0.1\nX-Forwarded-Host: api.example\nX-Forwarded-Proto: http\n\nhi"))
 	if got != want {
@@ -127,7 +127,7 @@ func TestParseAndAppendResponse(t *testing.T) {
 		t.Errorf("code %d, cl %d, close %v", h.code, h.cl, h.close())
 	}
 	now := time.Date(2026, 12, 1, 16, 1, 20, 0, time.UTC)
-	got := string(appendResponse(nil, &h, []byte(`"r";q=5;w=1`), []byte(`"r";r=4;t=1`), true, []byte("abc"), now))
+	got := string(appendResponse(nil, &h, []byte(`"r";q=5;w=1`), []byte(`"r";r=4;t=1`), true, []byte("abc"), now, nil))
 	want := string(crlf("HTTP/1.1 200 OK\nContent-Type: text/plain\nContent-Length: 3\nServer: up\n" +
 		"Date: Tue, 01 Dec 2026 16:01:20 GMT\n" +
 		"RateLimit-Policy: \"r\";q=5;w=1\nRateLimit: \"r\";r=4;t=1\nConnection: close\n\nabc"))
@@ -135,7 +135,7 @@ func TestParseAndAppendResponse(t *testing.T) {
 		t.Errorf("client response:\n%q\nwant\n%q", got, want)
 	}
 	// Without a rate-limit decision the target's own headers pass.
-	if got := string(appendResponse(nil, &h, nil, nil, false, nil, now)); !strings.Contains(got, "RateLimit: forged\r\n") {
+	if got := string(appendResponse(nil, &h, nil, nil, false, nil, now, nil)); !strings.Contains(got, "RateLimit: forged\r\n") {
 		t.Errorf("target's RateLimit dropped without a decision: %q", got)
 	}
 

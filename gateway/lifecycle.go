@@ -7,23 +7,26 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/retry"
 )
 
 // lifecycle is a route's request lifecycle, built once per route from its
-// policies: admission (the rate limit once per request, then per attempt
-// the breaker, the concurrency limit or the adaptive limit), attempts (the
-// retry with its budget, the attempt's deadlines, the choice of a target
-// with passive health) and the answer (the upstream's response, the
-// fallback, or an error). Every engine drives the same steps through a call
-// (see call); a new route policy is wired here and nowhere else. A
-// lifecycle is safe for concurrent use.
+// policies: admission (the rate limit and coalescing once per request, then
+// per attempt the breaker, the concurrency limit or the adaptive limit),
+// attempts (the retry with its budget, the attempt's deadlines, the choice
+// of a target with passive health) and the answer (the upstream's response,
+// the fallback, or an error). Every engine drives the same steps through a
+// call (see call): a new route policy is built in buildPolicies (which
+// reuses it across reloads) and placed in the lifecycle in newLifecycle,
+// and no engine changes. A lifecycle is safe for concurrent use.
 type lifecycle struct {
-	rate  *rateLimit    // nil when the route has no rate limit
-	retry *retry.Retry  // nil when the route does not retry
-	admit *sluice.Guard // per attempt: breaker, bulkhead, adaptive limit
+	rate  *rateLimit                               // nil when the route has no rate limit
+	group *coalesce.Group[string, *sharedResponse] // nil unless the route coalesces
+	retry *retry.Retry                             // nil when the route does not retry
+	admit *sluice.Guard                            // per attempt: breaker, bulkhead, adaptive limit
 	// timeout is the route's timeout (0: none), headWait the upstream's
 	// response_header_timeout (0: none); see headLimit.
 	timeout  time.Duration
@@ -48,6 +51,7 @@ func newLifecycle(p *routePolicies, pl *pool, fallback *config.Fallback, clk clo
 	}
 	return &lifecycle{
 		rate:  p.rate,
+		group: p.group,
 		retry: p.retry,
 		// Latency samples (adaptive limits, slow calls) are taken on the
 		// gateway's clock, like the policies' windows.

@@ -99,6 +99,7 @@ type loopRequest struct {
 	start     time.Time
 	xff       []byte // the X-Forwarded-For value to send
 	xffBuf    []byte
+	trusted   bool   // the client is a trusted proxy that sent X-Forwarded-Host or -Proto
 	rl        []byte // the RateLimit header value, in rlBuf
 	rlBuf     [64]byte
 	up        *upConn
@@ -366,7 +367,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	rt.inflight.Add(1)
 	cc.rt = rt
 	cc.wantClose = h.close()
-	if rt.limit != nil {
+	if rt.life.rate != nil {
 		v, ok := g.limitRate(ctx, rt, cc.rateKey(rt, clientIP(cc.peer, h.xff, st.trusted)), cc.rlBuf[:0])
 		if !ok {
 			cc.end(string(sluice.RateLimited))
@@ -375,6 +376,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		}
 		cc.rl = v
 	}
+	cc.trusted = (len(h.fwdHost) > 0 || len(h.fwdProto) > 0) && st.trusted.contains(cc.peer)
 	if len(h.xff) == 0 {
 		cc.xff = cc.peerText // what forwardedFor would make
 	} else {
@@ -415,12 +417,12 @@ func (cc *clientConn) attempt() {
 // a keep-alive connection.
 func (cc *clientConn) rateKey(rt *route, client netip.Addr) string {
 	var hv []byte
-	if name := rt.limit.header; name != "" {
+	if name := rt.life.rate.header; name != "" {
 		hv = cc.head.Peek(name)
 	}
 	if cc.keyRoute != rt || cc.keyClient != client || !bytes.Equal(cc.keyHeader, hv) {
 		cc.keyRoute, cc.keyClient, cc.keyHeader = rt, client, append(cc.keyHeader[:0], hv...)
-		cc.key = rt.limit.key(&cc.head, rt, client)
+		cc.key = rt.life.rate.key(&cc.head, rt, client)
 	}
 	return cc.key
 }
@@ -520,8 +522,8 @@ func (cc *clientConn) stopTimer() {
 // fallback or an error, as the goroutine engine does.
 func (cc *clientConn) respond(resp *fasthttp.Response, err error) {
 	ctx, rt := &cc.ctx, cc.rt
-	if rt.limit != nil {
-		rt.limit.setHeaders(&ctx.Response.Header, cc.rl)
+	if rt.life.rate != nil {
+		rt.life.rate.setHeaders(&ctx.Response.Header, cc.rl)
 	}
 	reason := respond(ctx, rt, resp, err)
 	if ctx.Response.IsBodyStream() {
@@ -583,11 +585,15 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 	closing := cc.closing()
 	if !cc.gone {
 		var policy []byte
-		if cc.rt.limit != nil {
-			policy = cc.rt.limit.policy
+		if cc.rt.life.rate != nil {
+			policy = cc.rt.life.rate.policy
+		}
+		var edit *headerEdit
+		if cc.rt.rules != nil {
+			edit = &cc.rt.rules.response
 		}
 		l := cc.l
-		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now())
+		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now(), edit)
 		if l.write(cc.c) != nil {
 			cc.closeNext = true
 		}

@@ -108,7 +108,7 @@ func (up *upConn) dialFailed(err error) {
 func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
 	l := cc.l
-	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, up.t.client.Addr, cc.body)
+	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, cc.trusted, up.t.client.Addr, cc.body, cc.rt.rules)
 	if err := l.write(up.c); err != nil {
 		up.abandon()
 		cc.upstreamDone(nil, upstreamError(up.t, err))

@@ -44,6 +44,18 @@ var parityCases = []parityCase{
 	{"interim 100 and 103", "GET /interim HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"POST with a body", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", 200},
 	{"client closes", "GET /5xx HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 503},
+	{"rules", "GET /rules/small HTTP/1.1\r\nHost: x\r\n\r\n", 200},
+	{"rules, chunked", "GET /rules/chunked HTTP/1.1\r\nHost: x\r\n\r\n", 200},
+	{"rules, 5xx", "GET /rules/5xx HTTP/1.1\r\nHost: x\r\n\r\n", 503},
+	{"rules, rate limited", "GET /rlrules/small HTTP/1.1\r\nHost: x\r\n\r\n", 200},
+	{"upstream 404 passes", "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n", 404},
+	{"POST not retried", "POST /retry-post HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", 502},
+	{"body too large", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n" + strings.Repeat("b", 2048), 413},
+	{"HTTP/1.0", "GET /http10 HTTP/1.0\r\nHost: x\r\n\r\n", 404},
+	{"upstream frames twice", "GET /both HTTP/1.1\r\nHost: x\r\n\r\n", 502},
+	{"unasked 101", "GET /101 HTTP/1.1\r\nHost: x\r\n\r\n", 502},
+	{"too many interim", "GET /interim11 HTTP/1.1\r\nHost: x\r\n\r\n", 502},
+	{"ten interim", "GET /interim10 HTTP/1.1\r\nHost: x\r\n\r\n", 200},
 	{"HEAD, client closes", "HEAD /head HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 200},
 }
 
@@ -51,6 +63,7 @@ var parityCases = []parityCase{
 // apart from parityCases (see answerAll).
 var (
 	parityRetry    = parityCase{"retry then success", "GET /retry HTTP/1.1\r\nHost: x\r\n\r\n", 200}
+	parityRetries  = parityCase{"retries exhausted", "GET /retry-fail HTTP/1.1\r\nHost: x\r\n\r\n", 502}
 	parityTimeout  = parityCase{"timeout", "GET /timeout HTTP/1.1\r\nHost: x\r\n\r\n", 504}
 	parityHeld     = parityCase{"held while overloaded", "GET /overload HTTP/1.1\r\nHost: x\r\n\r\n", 200}
 	parityOverload = parityCase{"overload", "GET /overload/2 HTTP/1.1\r\nHost: x\r\n\r\n", 503}
@@ -84,7 +97,15 @@ func TestEngineParity(t *testing.T) {
 			if s := r.Header.Values("Server"); len(s) != 0 {
 				t.Errorf("%s on %s: Server %q, want none", c.name, engine, s)
 			}
-			if closes := strings.Contains(c.raw, "Connection: close"); closes != (r.Header.Get("Connection") == "close") {
+			if strings.HasPrefix(c.name, "rules") && (r.Header.Get("X-Served") != "sluice" || r.Header.Get("X-Extra") != "1" || r.Header.Values("X-Internal") != nil) {
+				t.Errorf("%s on %s: headers %v, want the route's response rules applied", c.name, engine, r.Header)
+			}
+			if c.name == "rules, rate limited" && (len(r.Header.Values("RateLimit")) != 1 || r.Header.Get("RateLimit") == "forged" || len(r.Header.Values("RateLimit-Policy")) != 1) {
+				t.Errorf("%s on %s: RateLimit %q, RateLimit-Policy %q, want the limit's own, once", c.name, engine, r.Header.Values("RateLimit"), r.Header.Values("RateLimit-Policy"))
+			}
+			// An HTTP/1.0 client without keep-alive asks to close too.
+			closes := strings.Contains(c.raw, "Connection: close") || strings.Contains(c.raw, " HTTP/1.0\r\n")
+			if closes != (r.Header.Get("Connection") == "close") {
 				t.Errorf("%s on %s: Connection %q, want close: %v", c.name, engine, r.Header.Get("Connection"), closes)
 			}
 		}
@@ -98,7 +119,7 @@ func TestEngineParity(t *testing.T) {
 }
 
 func allParityCases() []parityCase {
-	return append(append([]parityCase(nil), parityCases...), parityRetry, parityTimeout, parityHeld, parityOverload)
+	return append(append([]parityCase(nil), parityCases...), parityRetry, parityRetries, parityTimeout, parityHeld, parityOverload)
 }
 
 // answerAll starts a gateway on engine, on a fake clock, and returns its
@@ -114,12 +135,19 @@ func answerAll(t *testing.T, engine string) []result {
 		case "/breaker", "/fallback":
 			return "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 6\r\n\r\nbroken"
 		case "/5xx":
-			return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nX-Up: 1\r\nContent-Length: 11\r\n\r\nunavailable"
+			return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nX-Up: 1\r\nX-Internal: 1\r\nContent-Length: 11\r\n\r\nunavailable"
+		case "/small":
+			if r.Header.Get("X-Env") != "prod" {
+				return "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
+			}
+			return "HTTP/1.1 200 OK\r\nX-Internal: 1\r\nX-Served: up\r\nContent-Length: 5\r\n\r\nsmall"
 		case "/retry":
 			if retries.Add(1) == 1 {
 				return "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 5\r\n\r\nfirst"
 			}
 			return "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond"
+		case "/retry-fail", "/retry-post":
+			return "HTTP/1.1 502 Bad Gateway\r\nX-Up: 1\r\nContent-Length: 6\r\n\r\nfailed"
 		case "/timeout":
 			arrived <- r.Target
 			<-hang
@@ -135,11 +163,22 @@ func answerAll(t *testing.T, engine string) []result {
 		case "/304":
 			return "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
 		case "/chunked":
-			return "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+			return "HTTP/1.1 200 OK\r\nX-Internal: 1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
 		case "/big":
 			return "HTTP/1.1 200 OK\r\nContent-Length: 102400\r\n\r\n" + strings.Repeat("b", 100<<10)
 		case "/huge":
 			return "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n" + strings.Repeat("h", 1<<20)
+		case "/both":
+			return "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+		case "/101":
+			return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+		case "/interim10", "/interim11":
+			n := 10
+			if r.Target == "/interim11" {
+				n = 11
+			}
+			return strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n", n) +
+				"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal"
 		case "/interim":
 			return "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" +
 				"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal"
@@ -149,7 +188,7 @@ func answerAll(t *testing.T, engine string) []result {
 	t.Cleanup(func() { close(hang) }) // before the upstream's own cleanup
 	fc := clock.NewFake(time.Time{})
 	gw := startGatewayClock(t, parseConfig(t, `
-server: {engine: %s}
+server: {engine: %s, max_body_bytes: 1024}
 upstreams:
   up: {targets: ["http://%s"]}
   dead: {targets: ["http://%s"]}
@@ -167,6 +206,21 @@ routes:
     match: {path_prefix: /retry}
     upstream: up
     policies: {retry: {attempts: 2, on: ["502"], backoff: {initial: 1ms, max: 1ms, jitter: none}}}
+  - name: rules
+    match: {path_prefix: /rules}
+    upstream: up
+    rewrite: {strip_prefix: /rules}
+    headers:
+      request: {set: {X-Env: prod}}
+      response: {set: {X-Served: sluice}, add: {X-Extra: "1"}, remove: [X-Internal]}
+  - name: rlrules
+    match: {path_prefix: /rlrules}
+    upstream: up
+    policies: {rate_limit: {limit: 100, period: 1h, key: route}}
+    rewrite: {strip_prefix: /rlrules}
+    headers:
+      request: {set: {X-Env: prod}}
+      response: {set: {X-Served: sluice, RateLimit: forged}, add: {X-Extra: "1"}, remove: [X-Internal, RateLimit-Policy]}
   - {name: plain, match: {host: x}, upstream: up}
 `, engine, u.addr, closedAddr(t)), fc)
 	var out []result
@@ -176,6 +230,8 @@ routes:
 	// The retry waits on the gateway's clock: it moves on, a millisecond at
 	// a time, until the answer is in.
 	res := sendAsync(gw.Addr, parityRetry.raw)
+	out = append(out, awaitAnswer(t, res, func() { fc.Advance(time.Millisecond) }))
+	res = sendAsync(gw.Addr, parityRetries.raw)
 	out = append(out, awaitAnswer(t, res, func() { fc.Advance(time.Millisecond) }))
 	// The attempt that hangs ends at the route's timeout.
 	res = sendAsync(gw.Addr, parityTimeout.raw)

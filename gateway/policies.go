@@ -53,9 +53,8 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 		return nil, err
 	}
 	r.policies = p
-	r.limit = p.rate
-	r.group = p.group
 	r.life = newLifecycle(p, r.pool, rc.Policies.Fallback, g.clock)
+	r.rules = newRouteRules(rc)
 	r.loop = loopRoute(rc, st, r.pool)
 	return r, nil
 }

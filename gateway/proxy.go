@@ -67,17 +67,18 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 // engine: the call through its route's lifecycle, driven blocking (run),
 // and the fasthttp messages its attempts send and read.
 type exchange struct {
-	rt     *route
-	c      call
-	req    *fasthttp.Request // the client's request, sent upstream as it is once prepared
-	xff    []byte            // the X-Forwarded-For value to send
-	https  bool              // the client came over TLS: X-Forwarded-Proto is https
-	ready  bool              // req's headers are prepared for the upstream
-	body   []byte            // the replayable body; nil when streamed
-	stream io.Reader         // the body when not replayable
-	sent   bool              // stream was given to an attempt
-	final  bool              // a failed attempt must not be retried
-	prev   *fasthttp.Response
+	rt      *route
+	c       call
+	req     *fasthttp.Request // the client's request, sent upstream as it is once prepared
+	xff     []byte            // the X-Forwarded-For value to send
+	https   bool              // the client came over TLS: X-Forwarded-Proto is https
+	ready   bool              // req's headers are prepared for the upstream
+	body    []byte            // the replayable body; nil when streamed
+	stream  io.Reader         // the body when not replayable
+	sent    bool              // stream was given to an attempt
+	final   bool              // a failed attempt must not be retried
+	trusted bool              // the client is a trusted proxy: its X-Forwarded-Proto and -Host stand
+	prev    *fasthttp.Response
 	// direct, when not nil, is the client's response, which attempts read
 	// the upstream's response into instead of a response of their own.
 	direct *fasthttp.Response
@@ -206,19 +207,33 @@ func (x *exchange) take(resp *fasthttp.Response) {
 // saves copying its headers; every change is the same on a retry.
 func (x *exchange) prepare(t *target) *fasthttp.Request {
 	req := x.req
+	rules := x.rt.rules
 	if !x.ready {
 		x.ready = true
+		fwdHost, fwdProto := req.Header.Host(), valueHTTP
+		if x.https {
+			fwdProto = valueHTTPS
+		}
+		if x.trusted {
+			// Cloned: removeHopRequest drops the headers they are in.
+			if v := oneList(req.Header.PeekAll("X-Forwarded-Host")); len(v) > 0 {
+				fwdHost = bytes.Clone(v)
+			}
+			if v := oneList(req.Header.PeekAll("X-Forwarded-Proto")); len(v) > 0 {
+				fwdProto = bytes.Clone(v)
+			}
+		}
 		removeHopRequest(&req.Header)
 		// The gateway speaks its own version upstream (RFC 9110 section
 		// 6.2), whatever the client's.
 		req.Header.SetProtocolBytes(http11)
 		req.Header.SetCanonical(hdrForwardedFor, x.xff)
-		// Copied before SetHost below overwrites the client's Host.
-		req.Header.SetCanonical(hdrForwardedHost, req.Header.Host())
-		if x.https {
-			req.Header.SetCanonical(hdrForwardedProto, valueHTTPS)
-		} else {
-			req.Header.SetCanonical(hdrForwardedProto, valueHTTP)
+		// Set before SetHost below overwrites the client's Host.
+		req.Header.SetCanonical(hdrForwardedHost, fwdHost)
+		req.Header.SetCanonical(hdrForwardedProto, fwdProto)
+		if rules != nil {
+			req.URI().SetPathBytes(rules.rewrite(req.URI().Path()))
+			rules.request.apply(&req.Header)
 		}
 		switch {
 		case x.stream != nil:
@@ -230,7 +245,9 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 	if x.stream != nil {
 		x.sent = true
 	}
-	req.Header.SetHost(t.client.Addr)
+	if rules == nil || !rules.preserveHost {
+		req.Header.SetHost(t.client.Addr)
+	}
 	req.UseHostHeader = true
 	if t.client.IsTLS {
 		req.URI().SetScheme("https")
@@ -338,10 +355,15 @@ func releaseResponse(resp *fasthttp.Response) {
 // body has been sent. The body streams: a chunked or unbounded body is
 // flushed as it arrives, and a slow client slows the reading from the
 // upstream instead of filling memory.
-func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
+func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, rules *routeRules) {
 	h := &ctx.Response.Header
 	if resp == &ctx.Response {
 		removeHopResponse(h)
+		if rules != nil {
+			kept := keepRateLimit(h) // the limit's own, set before: they stand
+			rules.response.apply(h)
+			kept.restore(h)
+		}
 		stream := resp.BodyStream()
 		switch {
 		case stream == nil:
@@ -361,6 +383,9 @@ func sendResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	kept := keepRateLimit(h) // the gateway's own headers, set before the call
 	resp.Header.CopyTo(h)
 	removeHopResponse(h)
+	if rules != nil {
+		rules.response.apply(h)
+	}
 	kept.restore(h)
 	stream := resp.BodyStream()
 	if stream == nil || bodiless(ctx.IsHead(), resp.StatusCode()) {

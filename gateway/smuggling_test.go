@@ -17,6 +17,7 @@ import (
 // gateway forwarded.
 type seenRequest struct {
 	Method, Target string
+	Host           string // the Host header (net/http takes it out of Header)
 	Header         http.Header
 	Body           string
 }
@@ -38,7 +39,7 @@ func startWireUpstream(t *testing.T, respond func(i int, r seenRequest) string) 
 	u.addr = startRaw(t, func(c net.Conn, br *bufio.Reader) {
 		serveRequests(c, br, func(req *http.Request) bool {
 			body, _ := io.ReadAll(req.Body)
-			r := seenRequest{Method: req.Method, Target: req.RequestURI, Header: req.Header, Body: string(body)}
+			r := seenRequest{Method: req.Method, Target: req.RequestURI, Host: req.Host, Header: req.Header, Body: string(body)}
 			u.mu.Lock()
 			i := len(u.seen)
 			u.seen = append(u.seen, r)

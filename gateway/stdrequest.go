@@ -39,18 +39,33 @@ func stdScheme(r *http.Request) string {
 	return "http"
 }
 
+// stdForwarded returns the X-Forwarded-Host and -Proto to send for r: its
+// Host and scheme, or, from a trusted proxy, the proxy's own values.
+func stdForwarded(r *http.Request, st *state) (host, proto string) {
+	host, proto = r.Host, stdScheme(r)
+	if st.trusted.contains(stdPeer(r)) {
+		if v := strings.Join(r.Header.Values("X-Forwarded-Host"), ", "); v != "" {
+			host = v
+		}
+		if v := strings.Join(r.Header.Values("X-Forwarded-Proto"), ", "); v != "" {
+			proto = v
+		}
+	}
+	return host, proto
+}
+
 // stdLimit takes r, on rt, through rt's rate limit. It returns the
 // X-Forwarded-For to send upstream (see forwardedFor), and the limit's
 // rejection when it refuses r. When the limit decided, its RateLimit and
 // RateLimit-Policy headers are set on w, as the goroutine engine sets them.
 func stdLimit(w http.ResponseWriter, r *http.Request, st *state, rt *route) ([]byte, error) {
 	peer, xff := stdPeer(r), []byte(strings.Join(r.Header.Values("X-Forwarded-For"), ", "))
-	if rt.limit != nil {
-		key := rt.limit.key(stdRequest{r}, rt, clientIP(peer, xff, st.trusted))
-		ok, retryAfter, v := rt.limit.allow(key, rt, nil)
+	if rt.life.rate != nil {
+		key := rt.life.rate.key(stdRequest{r}, rt, clientIP(peer, xff, st.trusted))
+		ok, retryAfter, v := rt.life.rate.allow(key, rt, nil)
 		rt.metrics.RateLimit(ok)
 		if len(v) > 0 {
-			w.Header().Set("RateLimit-Policy", string(rt.limit.policy))
+			w.Header().Set("RateLimit-Policy", string(rt.life.rate.policy))
 			w.Header().Set("RateLimit", string(v))
 		}
 		if !ok {

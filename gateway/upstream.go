@@ -33,8 +33,9 @@ type target struct {
 	// passive is the target's own breaker: it stops sending to a target that
 	// keeps failing, whatever the route's policies are.
 	passive passiveHealth
-	// wait bounds each wait for the target's answer: for its headers, then
-	// between two reads of a streamed body (response_header_timeout).
+	// wait bounds each wait between two reads of a streamed body
+	// (response_header_timeout; the wait for the head is the attempt's:
+	// see lifecycle.headLimit).
 	wait time.Duration
 	// connect bounds connecting to the target (connect_timeout).
 	connect time.Duration

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -204,46 +205,71 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 // wsHandshakeFrom is what a handshake's upstream request is made of.
 type wsHandshakeFrom struct {
 	uri, host  []byte // the client's request target and Host
-	proto      string // the client's scheme, for X-Forwarded-Proto
 	headers    iter.Seq2[[]byte, []byte]
 	connection []byte // the client's Connection list
 	xff        []byte // the X-Forwarded-For to send
+	// fwdHost and fwdProto are the X-Forwarded-Host and -Proto to send:
+	// the client's Host and scheme, or a trusted proxy's own values.
+	fwdHost, fwdProto []byte
+	rules             *routeRules // the route's; nil when none
 }
 
 // wsRequestHead is the handshake sent to the target at host: the client's
 // request line and end-to-end headers (the Sec-WebSocket-* ones among
-// them), Host naming the target, the gateway's X-Forwarded-*, and the
+// them), Host naming the target (the client's with preserve_host), the
+// gateway's X-Forwarded-*, the route's rewrite and header rules, and the
 // Upgrade and Connection of a WebSocket handshake.
 func wsRequestHead(f wsHandshakeFrom, host string) []byte {
 	b := make([]byte, 0, 512)
-	b = append(append(append(b, "GET "...), f.uri...), " HTTP/1.1\r\nHost: "...)
+	b = append(b, "GET "...)
+	uri, rules := f.uri, f.rules
+	if rules != nil {
+		path, query := uri, []byte(nil)
+		if i := bytes.IndexByte(uri, '?'); i >= 0 {
+			path, query = uri[:i], uri[i:]
+		}
+		b = append(rules.appendPath(b, path), query...)
+		if rules.preserveHost {
+			host = string(f.host)
+		}
+	} else {
+		b = append(b, uri...)
+	}
+	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, host...), "\r\n"...)
 	for k, v := range f.headers {
-		if equalName(k, "Host") || forwardedHeader(k) || isHop(k, f.connection) {
+		if equalName(k, "Host") || forwardedHeader(k) || isHop(k, f.connection) || rules != nil && rules.request.drops(k) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
 	}
 	b = append(append(append(b, "X-Forwarded-For: "...), f.xff...), "\r\n"...)
-	b = append(append(append(b, "X-Forwarded-Host: "...), f.host...), "\r\n"...)
-	b = append(append(append(b, "X-Forwarded-Proto: "...), f.proto...), "\r\n"...)
+	b = append(append(append(b, "X-Forwarded-Host: "...), f.fwdHost...), "\r\n"...)
+	b = append(append(append(b, "X-Forwarded-Proto: "...), f.fwdProto...), "\r\n"...)
+	if rules != nil {
+		b = rules.request.appendLines(b, false)
+	}
 	return append(b, "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n"...)
 }
 
 // wsSwitchingHead is the 101 answer sent to the client: the target's
-// end-to-end headers (Sec-WebSocket-Accept among them) with the Upgrade
-// and Connection of a WebSocket handshake.
-func wsSwitchingHead(resp *http.Response) []byte {
+// end-to-end headers (Sec-WebSocket-Accept among them) as the route's
+// response rules (may be nil) change them, with the Upgrade and Connection
+// of a WebSocket handshake.
+func wsSwitchingHead(resp *http.Response, rules *routeRules) []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, "HTTP/1.1 101 Switching Protocols\r\n"...)
 	conn := []byte(resp.Header.Get("Connection"))
 	for k, vs := range resp.Header {
-		if isHop([]byte(k), conn) {
+		if isHop([]byte(k), conn) || rules != nil && rules.response.drops([]byte(k)) {
 			continue
 		}
 		for _, v := range vs {
 			b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
 		}
+	}
+	if rules != nil {
+		b = rules.response.appendLines(b, false)
 	}
 	return append(b, "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n"...)
 }

@@ -22,26 +22,35 @@ func isWebSocket(h *fasthttp.RequestHeader) bool {
 
 // serveWebSocket serves a WebSocket handshake on rt on the goroutine
 // engine, after the rate limit let it through; xff is the X-Forwarded-For
-// to send. After a 101 the connection is taken from fasthttp (hijacked)
+// to send, and trusted says whether the client is a trusted proxy. After a 101 the connection is taken from fasthttp (hijacked)
 // and carried. It returns the reason for the log ("" when the upstream's
 // answer was passed on).
-func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte) string {
+func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte, trusted bool) string {
 	h := &ctx.Request.Header
+	fwdHost, fwdProto := h.Host(), valueHTTP
+	if trusted { // the client is a trusted proxy: its X-Forwarded-Host and -Proto stand
+		if v := oneList(h.PeekAll("X-Forwarded-Host")); len(v) > 0 {
+			fwdHost = v
+		}
+		if v := oneList(h.PeekAll("X-Forwarded-Proto")); len(v) > 0 {
+			fwdProto = v
+		}
+	}
 	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
 		// The origin form, as other requests go upstream: an absolute
 		// form's host would outrank Host, which chose the route.
-		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), proto: "http", headers: h.All(),
-			connection: oneList(h.PeekAll("Connection")), xff: xff}, host)
+		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), headers: h.All(),
+			connection: oneList(h.PeekAll("Connection")), xff: xff, fwdHost: fwdHost, fwdProto: fwdProto, rules: rt.rules}, host)
 	})
 	if err != nil {
 		return wsRefuse(ctx, err)
 	}
 	if call == nil {
-		reason := wsPassRefusal(ctx, resp)
+		reason := wsPassRefusal(ctx, resp, rt.rules)
 		_ = up.Close()
 		return reason
 	}
-	head := wsSwitchingHead(resp)
+	head := wsSwitchingHead(resp, rt.rules)
 	ctx.SetStatusCode(http.StatusSwitchingProtocols) // for the log; fasthttp writes nothing
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
@@ -64,9 +73,9 @@ func wsRefuse(ctx *fasthttp.RequestCtx, err error) string {
 
 // wsPassRefusal passes on a target's answer other than 101 to a
 // handshake: its status, end-to-end headers and body, read whole (up to
-// maxWebSocketRefusal; a longer one is a 502). It returns the reason for
-// the log.
-func wsPassRefusal(ctx *fasthttp.RequestCtx, resp *http.Response) string {
+// maxWebSocketRefusal; a longer one is a 502), the route's response rules
+// (may be nil) applied. It returns the reason for the log.
+func wsPassRefusal(ctx *fasthttp.RequestCtx, resp *http.Response, rules *routeRules) string {
 	body, ok := wsRefusalBody(resp)
 	if !ok {
 		writeError(ctx, http.StatusBadGateway, answer.UpstreamError, 0)
@@ -82,6 +91,9 @@ func wsPassRefusal(ctx *fasthttp.RequestCtx, resp *http.Response) string {
 		for _, v := range vs {
 			ctx.Response.Header.Add(k, v)
 		}
+	}
+	if rules != nil {
+		rules.response.apply(&ctx.Response.Header)
 	}
 	ctx.SetBody(body)
 	if resp.StatusCode >= 500 {

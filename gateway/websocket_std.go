@@ -37,15 +37,17 @@ func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *
 		return writeStdError(w, err), nil
 	}
 	uri := r.URL.RequestURI() // the origin form (see serveWebSocket)
+	fwdHost, fwdProto := stdForwarded(r, st)
 	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
-		return wsRequestHead(wsHandshakeFrom{uri: []byte(uri), host: []byte(r.Host), proto: stdScheme(r),
-			headers: stdHeaders(r.Header), connection: []byte(strings.Join(r.Header.Values("Connection"), ", ")), xff: xff}, host)
+		return wsRequestHead(wsHandshakeFrom{uri: []byte(uri), host: []byte(r.Host), headers: stdHeaders(r.Header),
+			connection: []byte(strings.Join(r.Header.Values("Connection"), ", ")), xff: xff,
+			fwdHost: []byte(fwdHost), fwdProto: []byte(fwdProto), rules: rt.rules}, host)
 	})
 	if err != nil {
 		return writeStdError(w, err), nil
 	}
 	if call == nil {
-		return wsStdPassRefusal(w, resp, up), nil
+		return wsStdPassRefusal(w, resp, up, rt.rules), nil
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -57,7 +59,7 @@ func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *
 	if brw.Reader.Buffered() > 0 {
 		client = &bufConn{Conn: conn, r: brw.Reader}
 	}
-	if _, err := conn.Write(wsSwitchingHead(resp)); err != nil {
+	if _, err := conn.Write(wsSwitchingHead(resp, rt.rules)); err != nil {
 		_ = conn.Close()
 		call.abandon(up)
 		return answer.ClientClosed, nil
@@ -67,7 +69,7 @@ func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *
 
 // wsStdPassRefusal passes on a target's answer other than 101 to a
 // handshake, as wsPassRefusal does, and closes up.
-func wsStdPassRefusal(w http.ResponseWriter, resp *http.Response, up net.Conn) string {
+func wsStdPassRefusal(w http.ResponseWriter, resp *http.Response, up net.Conn, rules *routeRules) string {
 	body, ok := wsRefusalBody(resp)
 	_ = up.Close()
 	if !ok {
@@ -77,6 +79,9 @@ func wsStdPassRefusal(w http.ResponseWriter, resp *http.Response, up net.Conn) s
 		return answer.UpstreamError
 	}
 	copyEndToEnd(w.Header(), resp.Header)
+	if rules != nil {
+		rules.response.apply(w.Header())
+	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
 	if resp.StatusCode >= 500 {

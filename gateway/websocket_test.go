@@ -22,7 +22,7 @@ type wsUpstream struct {
 	*httptest.Server
 	open   atomic.Int64
 	closes chan websocket.StatusCode
-	header chan http.Header // the handshake's headers, as the server got them
+	header chan http.Header // the handshake's headers, as the server got them, with X-Test-Target and X-Test-Host
 }
 
 func startWSUpstream(t *testing.T) *wsUpstream {
@@ -38,7 +38,10 @@ func startWSUpstream(t *testing.T) *wsUpstream {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
-		u.header <- r.Header.Clone()
+		h := r.Header.Clone()
+		h.Set("X-Test-Target", r.URL.RequestURI())
+		h.Set("X-Test-Host", r.Host)
+		u.header <- h
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
@@ -318,5 +321,49 @@ func TestWebSocketUpstreamUnreachable(t *testing.T) {
 		if err == nil || resp == nil || resp.StatusCode != http.StatusBadGateway {
 			t.Fatalf("handshake to a closed port: %v %+v, want 502", err, resp)
 		}
+	})
+}
+
+// TestWebSocketRouteRulesAndTrustedProxy has a handshake from a trusted
+// proxy on a route that rewrites, changes headers and keeps the Host: the
+// upstream sees all of it, as a plain request would, and the client the
+// response rules' header.
+func TestWebSocketRouteRulesAndTrustedProxy(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startWSUpstream(t)
+		gw := startGateway(t, parseConfig(t, `
+trusted_proxies: [127.0.0.1/32]
+server: {engine: %s, websocket_idle_timeout: 1h}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: ws
+    upstream: up
+    rewrite: {strip_prefix: /ws, add_prefix: /chat}
+    preserve_host: true
+    headers:
+      request: {set: {X-Env: prod}, remove: [X-Secret]}
+      response: {set: {X-Served-By: sluice}}
+`, engine, up.URL))
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		hdr := http.Header{"X-Secret": {"s"}, "X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"example.com"}}
+		c, resp, err := websocket.Dial(ctx, gw.URL+"/ws/room?x=1", &websocket.DialOptions{HTTPClient: newClient(t), HTTPHeader: hdr})
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		defer c.CloseNow()
+		if got := resp.Header.Get("X-Served-By"); got != "sluice" {
+			t.Errorf("the 101's X-Served-By = %q, want the response rule's sluice", got)
+		}
+		h := <-up.header
+		for name, want := range map[string]string{"X-Test-Target": "/chat/room?x=1", "X-Test-Host": gw.Addr, "X-Env": "prod",
+			"X-Secret": "", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "example.com", "X-Forwarded-For": "127.0.0.1"} {
+			if got := h.Get(name); got != want {
+				t.Errorf("the upstream got %s %q, want %q", name, got, want)
+			}
+		}
+		echo(t, c, websocket.MessageText, []byte("ruled"))
+		c.Close(websocket.StatusNormalClosure, "")
 	})
 }

@@ -1,0 +1,136 @@
+package gateway
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/config"
+)
+
+// routeRules are a route's changes to its requests and their upstream
+// responses (config.Route's rewrite, headers and preserve_host), applied
+// after routing and after the hop-by-hop headers are dropped, alike on
+// both engines: exchange.prepare and sendResponse apply them to fasthttp's
+// messages, appendRequest and appendResponse to the loops' bytes.
+type routeRules struct {
+	strip, add   string // the path's prefixes to strip, then to add; "" when none
+	request      headerEdit
+	response     headerEdit
+	preserveHost bool // the upstream sees the client's Host
+}
+
+// headerEdit is a config.HeaderEdit ready to apply: remove, then set, then
+// add.
+type headerEdit struct {
+	remove   []string
+	set, add [][2]string // name and value, by name
+}
+
+// newRouteRules returns rc's rules, or nil when it has none.
+func newRouteRules(rc *config.Route) *routeRules {
+	if rc.Rewrite == nil && rc.Headers == nil && !rc.PreserveHost {
+		return nil
+	}
+	r := &routeRules{preserveHost: rc.PreserveHost}
+	if rw := rc.Rewrite; rw != nil {
+		r.strip, r.add = rw.StripPrefix, rw.AddPrefix
+	}
+	if h := rc.Headers; h != nil {
+		r.request, r.response = newHeaderEdit(&h.Request), newHeaderEdit(&h.Response)
+	}
+	return r
+}
+
+func newHeaderEdit(e *config.HeaderEdit) headerEdit {
+	he := headerEdit{remove: e.Remove}
+	for _, n := range slices.Sorted(maps.Keys(e.Set)) {
+		he.set = append(he.set, [2]string{n, e.Set[n]})
+	}
+	for _, n := range slices.Sorted(maps.Keys(e.Add)) {
+		he.add = append(he.add, [2]string{n, e.Add[n]})
+	}
+	return he
+}
+
+// editable is the methods of fasthttp's request and response headers that
+// a headerEdit uses.
+type editable interface {
+	Del(key string)
+	Set(key, value string)
+	Add(key, value string)
+}
+
+var (
+	_ editable = (*fasthttp.RequestHeader)(nil)
+	_ editable = (*fasthttp.ResponseHeader)(nil)
+)
+
+// apply makes e's changes to h.
+func (e *headerEdit) apply(h editable) {
+	for _, k := range e.remove {
+		h.Del(k)
+	}
+	for _, kv := range e.set {
+		h.Set(kv[0], kv[1])
+	}
+	for _, kv := range e.add {
+		h.Add(kv[0], kv[1])
+	}
+}
+
+// drops reports whether e takes out the header named k: it removes or
+// sets it.
+func (e *headerEdit) drops(k []byte) bool {
+	for _, n := range e.remove {
+		if equalName(k, n) {
+			return true
+		}
+	}
+	for _, kv := range e.set {
+		if equalName(k, kv[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendLines appends the header lines e sets and adds, but for the
+// RateLimit headers when rateLimited (the rate limit's own replace them, as
+// sendResponse keeps them on the goroutine engine).
+func (e *headerEdit) appendLines(dst []byte, rateLimited bool) []byte {
+	for _, kvs := range [2][][2]string{e.set, e.add} {
+		for _, kv := range kvs {
+			if !rateLimited || !(strings.EqualFold(kv[0], "RateLimit") || strings.EqualFold(kv[0], "RateLimit-Policy")) {
+				dst = append(append(append(append(dst, kv[0]...), ": "...), kv[1]...), "\r\n"...)
+			}
+		}
+	}
+	return dst
+}
+
+// rewrite returns path with the rules' prefixes stripped and added (path
+// itself when there are none).
+func (r *routeRules) rewrite(path []byte) []byte {
+	if r.strip == "" && r.add == "" {
+		return path
+	}
+	return r.appendPath(make([]byte, 0, len(r.add)+len(path)), path)
+}
+
+// appendPath appends path with the rules' prefixes stripped and added. The
+// strip prefix comes off only at a segment boundary: /v1 strips /v1 and
+// /v1/x, not /v10; a path that was the prefix alone becomes "/".
+func (r *routeRules) appendPath(dst, path []byte) []byte {
+	if n := len(r.strip); n > 0 && len(path) >= n && string(path[:n]) == r.strip && (len(path) == n || path[n] == '/') {
+		path = path[n:]
+		if len(path) == 0 {
+			path = slash
+		}
+	}
+	return append(append(dst, r.add...), path...)
+}
+
+var slash = []byte("/")
