@@ -97,3 +97,40 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTLSMinVersion checks tls.min_version: at "1.3" a client that offers
+// at most TLS 1.2 is refused, one that offers 1.3 is served; the default
+// 1.2 serves a 1.2 client. (The TLS listener is the HTTP/2 engine's,
+// whatever server.engine says.)
+func TestTLSMinVersion(t *testing.T) {
+	ca := testpki.NewCA(t)
+	up := startUpstream(t, "up", nil)
+	cert := certList(ca.Server("127.0.0.1"))
+	for _, tc := range []struct {
+		min      string
+		client   uint16
+		accepted bool
+	}{
+		{`"1.3"`, tls.VersionTLS12, false},
+		{`"1.3"`, tls.VersionTLS13, true},
+		{`"1.2"`, tls.VersionTLS12, true},
+	} {
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: goroutine}
+tls: {listen: 127.0.0.1:0, min_version: %s, certificates: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, tc.min, cert, up.URL))
+		addr := serveTLS(t, tg)
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool, MaxVersion: tc.client})
+		if err == nil {
+			c.Close()
+		}
+		if (err == nil) != tc.accepted {
+			t.Errorf("min_version %s, client at most %x: handshake error %v, want accepted %v", tc.min, tc.client, err, tc.accepted)
+		}
+		tg.stop(t)
+	}
+}

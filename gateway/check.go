@@ -8,8 +8,9 @@ import (
 )
 
 // Check builds everything New builds for cfg (every upstream pool, every
-// route and each of its policies) and then releases it, returning the error
-// New would return. It does not listen, connect to Redis (a Redis store is
+// route and each of its policies, the TLS listener's certificates and the
+// upstreams' client TLS, whose files it reads) and then releases it,
+// returning the error New would return. It does not listen, connect to Redis (a Redis store is
 // checked as a memory store) or start health checks, so it needs no network:
 // sluice validate calls it after config.Load, so that a file that validates
 // is one that serves.

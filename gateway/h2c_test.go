@@ -152,3 +152,54 @@ func TestHTTP2ClientGone(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTP2Limits checks that the gateway announces server.http2's limits
+// in its SETTINGS: max_concurrent_streams, the request body window
+// (max_stream_buffer_bytes) and max_header_bytes as the header list size,
+// on each engine's h2c hand-over.
+func TestHTTP2Limits(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_header_bytes: 16384, http2: {max_concurrent_streams: 7, max_stream_buffer_bytes: 131072}}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.URL))
+		c, err := net.DialTimeout("tcp", tg.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+			t.Fatal(err)
+		}
+		fr := http2.NewFramer(c, c)
+		if err := fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok {
+			t.Fatalf("first frame %T, want SETTINGS", f)
+		}
+		want := map[http2.SettingID]uint32{
+			http2.SettingMaxConcurrentStreams: 7,
+			http2.SettingInitialWindowSize:    131072,
+		}
+		for id, v := range want {
+			if got, ok := sf.Value(id); !ok || got != v {
+				t.Errorf("%v = %d (%v), want %d", id, got, ok, v)
+			}
+		}
+		// net/http adds room for the HPACK overhead to max_header_bytes.
+		if got, ok := sf.Value(http2.SettingMaxHeaderListSize); !ok || got < 16384 || got > 2*16384 {
+			t.Errorf("%v = %d (%v), want about 16384", http2.SettingMaxHeaderListSize, got, ok)
+		}
+	})
+}
