@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
-// same handler as the goroutine engine's: the request becomes a
+// same handler as the goroutine engine's (a host that is not one, which
+// the HTTP/1.1 engines refuse, is refused with a 400): the request becomes a
 // fasthttp request on a connection of its own kind (h2Conn), the route's
 // lifecycle runs, and its response is written back through w, streamed
 // as it arrives.
@@ -34,6 +36,14 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
+	if !httpguts.ValidHostHeader(r.Host) {
+		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
+		// request gets it as Host, would lose the path to it.
+		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
+		e.g.finish(ctx, nil, time.Now(), "bad_request")
+		e.writeBack(w, r, rc, &ctx.Response)
+		return
+	}
 	if e.g.serveStd(ctx, w, r) {
 		return
 	}

@@ -475,3 +475,27 @@ routes:
 		c.Close(websocket.StatusNormalClosure, "")
 	})
 }
+
+// TestHTTP2InvalidAuthorityRefused sends HTTP/2 requests whose :authority
+// is no host (a space, a path, a query), which the gateway refuses in an
+// HTTP/1.1 Host: each is refused with a 400 and reaches no upstream.
+// (They were served, routed and sent upstream for the path "/" whatever
+// their :path, with the :authority as X-Forwarded-Host.)
+func TestHTTP2InvalidAuthorityRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		h := dialH2(t, tg.Addr)
+		for i, a := range []string{"a test", "x/admin?", "x/admin#", "x/admin"} {
+			id := uint32(1 + 2*i)
+			h.headers(t, id, true, ":method", "GET", ":scheme", "http", ":authority", a, ":path", "/public/p")
+			if st, _ := h.read(t, id); st != "400" {
+				t.Errorf(":authority %q: %s, want 400", a, st)
+			}
+		}
+		if seen := u.requests(); len(seen) != 0 {
+			t.Errorf("the upstream saw %d requests (%s with X-Forwarded-Host %q first), want none",
+				len(seen), seen[0].Target, seen[0].Header.Get("X-Forwarded-Host"))
+		}
+	})
+}
