@@ -499,3 +499,59 @@ func TestHTTP2InvalidAuthorityRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestWebSocketRefusedLeavesNoTunnel is WebSocket smuggling: a client
+// sends a handshake the upstream refuses (403), then, on the same
+// connection, a request its routes refuse, as if the connection had been
+// tunnelled. The gateway carries nothing after a refusal: the second
+// request is its own to route (404), on the plaintext listener and over
+// TLS, and the upstream never sees it.
+func TestWebSocketRefusedLeavesNoTunnel(t *testing.T) {
+	const handshake = "GET /public/ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	const smuggled = "GET /admin HTTP/1.1\r\nHost: a.test\r\n\r\n"
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		u := startWireUpstream(t, func(int, seenRequest) string {
+			return "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
+		})
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: public, upstream: up, match: {path_prefix: /public/}}
+`, engine, certList(ca.Server("localhost", "127.0.0.1")), u.addr))
+		tlsAddr := serveTLS(t, tg)
+		plain, _ := dialClient(t, tg.Addr)
+		tc, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		for _, c := range []net.Conn{plain, tc} {
+			_ = c.SetDeadline(time.Now().Add(waitLimit))
+			if _, err := io.WriteString(c, handshake+smuggled); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(c)
+			for i, want := range []int{http.StatusForbidden, http.StatusNotFound} {
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("answer %d: %v", i+1, err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("answer %d: %d, want %d", i+1, resp.StatusCode, want)
+				}
+			}
+		}
+		for _, r := range u.requests() {
+			if r.Target != "/public/ws" {
+				t.Errorf("the upstream saw %s", r.Target)
+			}
+		}
+	})
+}
