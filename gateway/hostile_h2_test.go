@@ -258,3 +258,37 @@ func TestForwardedHeaderNotPassed(t *testing.T) {
 		}
 	})
 }
+
+// TestGetBodyBoundedByMaxBody sends GETs whose body has no length (chunked
+// on HTTP/1.1, DATA frames without content-length on HTTP/2), longer than
+// server.max_body_bytes: each is refused with a 413, as a POST is, and the
+// upstream sees none. (They were taken for GETs without a body, so nothing
+// bounded the body the upstream was then sent whole.)
+func TestGetBodyBoundedByMaxBody(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, u.addr))
+		big := strings.Repeat("x", 5000)
+		if r := exchangeRaw(t, tg.Addr, "GET /h1 HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(big), big), 1); r[0].Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("a chunked GET past max_body_bytes: %d, want 413", r[0].Code)
+		}
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, false, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/h2")
+		if err := h.fr.WriteData(1, true, []byte(big)); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 1); st != "413" {
+			t.Errorf("an HTTP/2 GET past max_body_bytes: %s, want 413", st)
+		}
+		for _, r := range u.requests() {
+			t.Errorf("the upstream saw %s %s with a body of %d bytes", r.Method, r.Target, len(r.Body))
+		}
+	})
+}
