@@ -10,6 +10,8 @@ import (
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/concurrency/limit"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/fallback"
+	"github.com/sluicehq/sluice/hedge"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/ratelimit/redisstore"
 	"github.com/sluicehq/sluice/retry"
@@ -32,6 +34,8 @@ routes:
       circuit_breaker: {}
       retry: {}
       concurrency: {adaptive: {}}
+      hedge: {}
+      fallback: {last_good: {}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +74,8 @@ routes:
 		"concurrency.adaptive.min":        {strconv.Itoa(limit.DefaultMinLimit), strconv.Itoa(p.Concurrency.Adaptive.Min)},
 		"concurrency.adaptive.max":        {strconv.Itoa(limit.DefaultMaxLimit), strconv.Itoa(p.Concurrency.Adaptive.Max)},
 		"concurrency.queue":               {"0", strconv.Itoa(p.Concurrency.Queue)},
+		"hedge.window":                    {strconv.Itoa(hedge.DefaultWindow), strconv.Itoa(p.Hedge.Window)},
+		"fallback.last_good.max_entries":  {strconv.Itoa(fallback.DefaultMaxKeys), strconv.Itoa(p.Fallback.LastGood.MaxEntries)},
 	}
 
 	doc, err := os.ReadFile("docs/defaults.md")

@@ -90,7 +90,9 @@ type Certificate struct {
 // POST /reload).
 type Admin struct {
 	// Listen is the admin address. Default 127.0.0.1:9901. "off" disables
-	// the admin API.
+	// the admin API. Its listener takes the limits of Server
+	// (read_header_timeout, idle_timeout, max_header_bytes) and holds at
+	// most 64 connections at once.
 	Listen string `yaml:"listen"`
 	// Token, when set, is the bearer token that mutating endpoints
 	// (POST /reload) require. Default: none. Required when Listen is not
@@ -146,6 +148,8 @@ type Server struct {
 	// Default 60s.
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
+	// A connection whose responses wait for the client to read them is not
+	// idle: WriteTimeout bounds it.
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// WriteTimeout bounds each wait to send a response to a client: a
 	// client that reads nothing of it for this long (as one that stopped
@@ -414,6 +418,8 @@ type Policies struct {
 	// none.
 	CoalesceVary []string  `yaml:"coalesce_vary"`
 	Fallback     *Fallback `yaml:"fallback"`
+	Hedge        *Hedge    `yaml:"hedge"`
+	Priority     *Priority `yaml:"priority"`
 }
 
 // RateLimit limits requests per client key.
@@ -538,15 +544,37 @@ type Backoff struct {
 	Jitter string `yaml:"jitter"`
 }
 
-// Fallback is the answer given when the upstream cannot answer (rejected,
-// failed or timed out).
+// Fallback degrades a request the route's upstream cannot answer (its
+// circuit breaker or concurrency limit refused it, its attempts failed,
+// timed out or got a 5xx; a rate limit's 429 is not degraded) through up
+// to three levels, tried in this order: another upstream,
+// the last good answer to the same request, a static answer. The first
+// level that has an answer gives it; when none has, the client gets the
+// route's own answer (its error, or the upstream's 5xx).
 type Fallback struct {
-	// Status code, 200 to 599. Default 503.
+	// Upstream names another upstream the request is sent to, once, when
+	// the route's own cannot answer: its answer is given unless it is a
+	// 5xx or the upstream cannot be reached. Only a request that may be
+	// sent twice (an idempotent method, a body kept in memory) goes there.
+	// It is not the route's upstream, and not with coalesce (nor is
+	// LastGood). Default: none.
+	Upstream string `yaml:"upstream"`
+	// LastGood keeps the last good answer to each GET request and gives
+	// it back when a later identical request cannot be answered. Default:
+	// off.
+	LastGood *LastGood `yaml:"last_good"`
+	// Status code of the static answer, 200 to 599. Default 503.
 	Status int `yaml:"status"`
-	// ContentType of the body. Default "application/json".
+	// ContentType of the static answer's body. Default
+	// "application/json".
 	ContentType string `yaml:"content_type"`
-	// Body of the answer. Default empty.
+	// Body of the static answer. Default empty.
 	Body string `yaml:"body"`
+	// Static reports whether the static answer is the last level: when
+	// status, content_type or body is given, or when neither upstream nor
+	// last_good is (a fallback of the static answer alone). Set by Parse
+	// and Load.
+	Static bool `yaml:"-"`
 }
 
 // Load reads, decodes, defaults and validates the file at path.

@@ -157,9 +157,5 @@ func (d defaults) policies(path string, p *Policies) {
 		}
 		d.float(rp+".budget", &r.Budget, 0.2)
 	}
-	if f := p.Fallback; f != nil {
-		fp := path + ".fallback"
-		d.int(fp+".status", &f.Status, 503)
-		d.str(fp+".content_type", &f.ContentType, "application/json")
-	}
+	d.flow(path, p)
 }

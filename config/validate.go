@@ -214,6 +214,7 @@ func (v *validator) config(c *Config) {
 		if r.GRPC != nil {
 			v.grpc(path+".grpc", r.GRPC)
 		}
+		v.flow(path+".policies", r, c)
 		if r.Rewrite != nil {
 			v.prefix(path+".rewrite.strip_prefix", r.Rewrite.StripPrefix)
 			v.prefix(path+".rewrite.add_prefix", r.Rewrite.AddPrefix)

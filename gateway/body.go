@@ -80,11 +80,12 @@ func (b *clientBody) Read(p []byte) (int, error) {
 }
 
 // classify is the gateway's sluice.Classifier: DefaultClassifier, except
-// that a failure of the client's own request body, or a client that left,
-// says nothing about the upstream (Ignored), so that clients cannot trip
-// breakers or shrink limits with broken uploads or by hanging up.
+// that a failure of the client's own request body, a client that left, or
+// a hedged attempt that another won, says nothing about the upstream
+// (Ignored), so that clients cannot trip breakers or shrink limits with
+// broken uploads or by hanging up.
 func classify(ctx context.Context, err error) sluice.Class {
-	if errors.Is(err, errClientBody) || errors.Is(err, errClientGone) {
+	if errors.Is(err, errClientBody) || errors.Is(err, errClientGone) || errors.Is(err, errLost) {
 		return sluice.Ignored
 	}
 	return sluice.DefaultClassifier(ctx, err)

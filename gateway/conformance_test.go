@@ -347,9 +347,6 @@ func describeUp(msgs []upMsg, errs []upError) string {
 // the gateway closes once they are sent.
 func TestHalfClosedClientAnswered(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		if engine == "loop" {
-			skipKnownBug(t, "the loop closes the connection without answering once the client's side is shut")
-		}
 		up := startRecordingUpstream(t)
 		gw := startGateway(t, parseConfig(t, confConfig, engine, "", up.Addr))
 		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)

@@ -111,7 +111,7 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 // passed on an answer that is not a failure).
 func (c *grpcCall) run(ctx context.Context) error {
 	var cl call
-	cl.start(c.rt.life, !c.hold)
+	cl.start(c.rt.life, stdRequest{c.r}, !c.hold)
 	for {
 		a, err := cl.begin()
 		if err != nil {

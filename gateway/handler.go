@@ -125,7 +125,9 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	if watched {
 		x.watch.arm(ctx.Conn())
 	}
+	goodKey := rt.life.lastGoodKey(&ctx.Request.Header, limitKey)
 	resp, err := x.run()
+	resp, err, fellBack := x.toFallbackUpstream(resp, err)
 	if watched {
 		x.watch.stop()
 	}
@@ -134,7 +136,13 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 	}
 	g.exchanges.Put(x.reset()) // the chain has returned: nothing holds x any more
-	reason := respond(ctx, rt, resp, err)
+	reason, answered := answerLastGood(ctx, rt, goodKey, resp, err, fellBack != "")
+	if !answered {
+		reason = respond(ctx, rt, resp, err)
+	}
+	if fellBack != "" {
+		reason = fellBack
+	}
 	if ctx.Response.IsBodyStream() {
 		wt := st.cfg.Server.WriteTimeout.D()
 		if http10 && ctx.Response.Header.ContentLength() < 0 && !ctx.IsHead() {
@@ -178,7 +186,8 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 		sendResponse(ctx, resp, rt.rules)
 		return ""
 	}
-	if serr := (*StatusError)(nil); errors.As(err, &serr) && resp != nil && rt.life.fallback == nil {
+	static := rt.life.fallback != nil && rt.life.fallback.Static
+	if serr := (*StatusError)(nil); errors.As(err, &serr) && resp != nil && !static {
 		sendResponse(ctx, resp, rt.rules)
 		return "upstream_status"
 	}
@@ -187,7 +196,7 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 	}
 	code, reason := answer.Classify(err)
 	retryAfter, _ := answer.RetryAfter(err)
-	if rt.life.fallback != nil {
+	if static {
 		writeFallback(ctx, rt.life.fallback)
 		return "fallback:" + reason
 	}

@@ -34,6 +34,12 @@ type lifecycle struct {
 	pool     *pool
 	fallback *config.Fallback // nil when the route has none
 	clock    clock.Clock      // the gateway's: timers, latency samples, retry waits
+	// prio gives a request its priority class for admission; nil without
+	// classes.
+	prio *priorities
+	// flow holds the route's hedge and its fallback's levels before the
+	// static answer.
+	flow *flowPolicies
 }
 
 // newLifecycle builds the lifecycle of a route whose policies are p, sending
@@ -61,6 +67,8 @@ func newLifecycle(p *routePolicies, pl *pool, fallback *config.Fallback, clk clo
 		pool:     pl,
 		fallback: fallback,
 		clock:    clk,
+		prio:     p.prio,
+		flow:     p.flow,
 	}
 }
 
@@ -88,9 +96,10 @@ func (lc *lifecycle) headLimit() time.Duration {
 // as their begin and end calls do not run concurrently.
 type call struct {
 	lc       *lifecycle
-	final    bool           // a failed attempt must not be retried (see attemptError)
-	attempts retry.Attempts // when the route retries
-	last     *target        // the previous attempt's target
+	ctx      context.Context // carries the request's priority class, for admission
+	final    bool            // a failed attempt must not be retried (see attemptError)
+	attempts retry.Attempts  // when the route retries
+	last     *target         // the previous attempt's target
 }
 
 // attempt is one attempt of a call: admitted by the route's policies, with
@@ -102,11 +111,11 @@ type attempt struct {
 	start   time.Time // on the wall clock: the base of the attempt's deadlines
 }
 
-// start begins a call on lc. final says that a failed attempt must not be
-// retried: the request's body cannot be sent twice or its method is not
-// idempotent.
-func (c *call) start(lc *lifecycle, final bool) {
-	*c = call{lc: lc, final: final}
+// start begins a call on lc for req. final says that a failed attempt
+// must not be retried: the request's body cannot be sent twice or its
+// method is not idempotent.
+func (c *call) start(lc *lifecycle, req request, final bool) {
+	*c = call{lc: lc, ctx: lc.prio.of(req), final: final}
 	if lc.retry != nil {
 		c.attempts = lc.retry.Start()
 	}
@@ -121,7 +130,7 @@ func (c *call) start(lc *lifecycle, final bool) {
 // better one), and the request goes anyway, unrecorded, rather than failing
 // for certain (Envoy's "panic routing").
 func (c *call) begin() (attempt, error) {
-	adm, err := c.lc.admit.Begin(context.Background())
+	adm, err := c.lc.admit.Begin(c.ctx)
 	if err != nil {
 		return attempt{}, err
 	}
@@ -147,16 +156,32 @@ func (c *call) begin() (attempt, error) {
 // The outcomes carry no latency for the passive health: its breaker counts
 // failures in a row only.
 func (c *call) end(a *attempt, code int, retryAfter []byte, err error) (time.Duration, bool, error) {
+	o := c.settle(a, code, retryAfter, err)
+	delay, ok := c.next(o)
+	return delay, ok, o.Err
+}
+
+// settle is end without the retry's decision: it reports attempt a's
+// outcome to the target's passive health and the route's admission
+// policies, and returns it, its Err the error the policies saw. A hedged
+// request settles each attempt of its race, then asks next once.
+func (c *call) settle(a *attempt, code int, retryAfter []byte, err error) sluice.Outcome {
 	o, err := attemptResult(code, retryAfter, err)
 	err = attemptError(err, c.final)
 	a.t.inflight.Add(-1)
 	a.passive.Done(o)
 	a.adm.End(context.Background(), err)
-	if c.lc.retry == nil || err == nil {
-		return 0, false, err
+	o.Err = err
+	return o
+}
+
+// next reports whether another attempt follows one that ended with o (see
+// settle), and after which delay.
+func (c *call) next(o sluice.Outcome) (time.Duration, bool) {
+	if c.lc.retry == nil || o.Err == nil {
+		return 0, false
 	}
-	delay, ok := c.attempts.Next(context.Background(), sluice.Result{Outcome: sluice.Outcome{Class: o.Class, Err: err}})
-	return delay, ok, err
+	return c.attempts.Next(context.Background(), sluice.Result{Outcome: o})
 }
 
 // cancelled ends the call during the wait before another attempt (the

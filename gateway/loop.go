@@ -45,7 +45,8 @@ const loopsSupported = true
 // a slow client paces the upstream as on the goroutine engine, and its
 // connection then returns to its loop. A hand-over moves the socket
 // itself, with the bytes the loop had read, so nothing is lost and nothing
-// is read twice.
+// is read twice. A client that shuts down its sending side after its
+// requests is answered all the same (see halfClose).
 type loopEngine struct {
 	gnet.BuiltinEventEngine
 	g       *Gateway
@@ -206,19 +207,12 @@ func (l *loop) reader(b []byte) *bufio.Reader {
 	return l.br
 }
 
-// writer returns a writer whose bytes flush sends to c in one write.
+// writer returns a writer whose bytes, once flushed, l.write sends in one
+// write.
 func (l *loop) writer() *bufio.Writer {
 	l.out.b = l.out.b[:0]
 	l.bw.Reset(&l.out)
 	return l.bw
-}
-
-// flush sends what was written to l.writer() to c.
-func (l *loop) flush(c gnet.Conn) error {
-	if err := l.bw.Flush(); err != nil {
-		return err
-	}
-	return l.write(c)
 }
 
 // write sends l.out.b to c.
@@ -250,10 +244,10 @@ func (e *loopEngine) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.Close
 }
 
-func (e *loopEngine) OnClose(c gnet.Conn, _ error) gnet.Action {
+func (e *loopEngine) OnClose(c gnet.Conn, err error) gnet.Action {
 	switch v := c.Context().(type) {
 	case *clientConn:
-		v.closed()
+		v.closed(err)
 	case *upConn:
 		v.closed()
 	}

@@ -5,6 +5,7 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -103,8 +104,10 @@ type loopRequest struct {
 	rl        []byte // the RateLimit header value, in rlBuf
 	rlBuf     [64]byte
 	up        *upConn
-	replayed  bool // sent again after a stale upstream connection
-	wantClose bool // the client asked to close after the response
+	replayed  bool     // sent again after a stale upstream connection
+	half      net.Conn // the socket, once the client shut its side (see halfClose)
+	halfOut   []byte   // the response for half, written in answerHalf
+	wantClose bool     // the client asked to close after the response
 	timer     clock.Timer
 
 	stream         net.Conn // the upstream connection a streamed response comes from
@@ -130,33 +133,42 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 	})
 }
 
-// closed is the connection's end, or the loop's part of it after a
-// hand-over. A request still upstream is cancelled: its attempt's
-// connection is closed (it is not pooled, and the target sees the client
-// leave) and no other attempt starts. A response waiting to stream is
-// dropped with its upstream connection.
-func (cc *clientConn) closed() {
+// closed is the connection's end (err is why: io.EOF when the client
+// closed or shut its side, see halfClose), or the loop's part of it after
+// a hand-over. A request still upstream is cancelled (see cancel). A
+// response waiting to stream is dropped with its upstream connection.
+func (cc *clientConn) closed(err error) {
 	cc.wake.Stop()
 	cc.l.e.conns.Add(-1)
 	delete(cc.l.conns, cc)
+	if errors.Is(err, io.EOF) && cc.halfClose() {
+		return
+	}
 	switch cc.state {
 	case stateBusy:
 		cc.gone = true // an answer that comes is dropped
-		if up := cc.up; up != nil {
-			up.abandon()
-			cc.upstreamDone(nil, upstreamError(cc.att.t, errClientGone))
-		} else if cc.timer != nil {
-			// The wait before another attempt: it ends now, as on the
-			// goroutine engine, with the last attempt's error.
-			cc.stopTimer()
-			cc.call.cancelled(cc.lastErr)
-			cc.respond(nil, cc.lastErr)
-		}
+		cc.cancel()
 	case stateStreaming:
 		cc.state = stateGone
 		cc.ctx.Response.Reset() // closes the body
 		_ = cc.stream.Close()
 		cc.stream = nil
+	}
+}
+
+// cancel ends the request of a client that left while it was upstream:
+// its attempt's connection is closed (it is not pooled, and the target
+// sees the client leave) and no other attempt starts.
+func (cc *clientConn) cancel() {
+	if up := cc.up; up != nil {
+		up.abandon()
+		cc.upstreamDone(nil, upstreamError(cc.att.t, errClientGone))
+	} else if cc.timer != nil {
+		// The wait before another attempt: it ends now, as on the
+		// goroutine engine, with the last attempt's error.
+		cc.stopTimer()
+		cc.call.cancelled(cc.lastErr)
+		cc.respond(nil, cc.lastErr)
 	}
 }
 
@@ -254,10 +266,20 @@ var (
 	lf2   = []byte("\n\n")
 )
 
-// checkDeadline closes the connection when its deadline has passed, and
-// sets the wake timer again otherwise.
+// checkDeadline closes the connection when its deadline has passed, or
+// when responses have waited unread for server.write_timeout (see
+// watchUnread), and sets the wake timer again otherwise.
 func (cc *clientConn) checkDeadline() (gnet.Action, bool) {
 	now := time.Now()
+	if cc.state == stateIdle && cc.outLast > 0 {
+		if next, ok := cc.watchUnread(now); !ok {
+			return gnet.Close, true
+		} else if !next.IsZero() {
+			cc.wakeAt = next
+			cc.wake.Reset(next.Sub(now))
+			return gnet.None, false
+		}
+	}
 	if cc.state == stateIdle && !cc.deadline.IsZero() && !now.Before(cc.deadline) {
 		return gnet.Close, true
 	}
@@ -268,6 +290,41 @@ func (cc *clientConn) checkDeadline() (gnet.Action, bool) {
 	cc.wakeAt = next
 	cc.wake.Reset(next.Sub(now))
 	return gnet.None, false
+}
+
+// watchUnread bounds the wait of a connection between requests whose
+// responses wait unread (in the loop: the socket's buffers are full) by
+// server.write_timeout rather than server.idle_timeout, as on the
+// goroutine engine, whose write waits: the connection closes once the
+// client has read nothing for that long. It looks again at most
+// maxPollDelay later (next), to see the client read; when the client has
+// read everything the connection is idle from then on, and next is zero.
+// It reports false when the connection is to close.
+func (cc *clientConn) watchUnread(now time.Time) (next time.Time, ok bool) {
+	out := cc.c.OutboundBuffered()
+	srv := &cc.l.e.g.state.Load().cfg.Server
+	switch {
+	case out == 0:
+		cc.outLast, cc.outSince = 0, time.Time{}
+		if !cc.reading {
+			cc.deadline = now.Add(srv.IdleTimeout.D())
+		}
+		return time.Time{}, true
+	case out < cc.outLast:
+		cc.outSince = now // the client read some
+	case now.Sub(cc.outSince) >= srv.WriteTimeout.D():
+		return time.Time{}, false
+	}
+	cc.outLast = out
+	return earliest(cc.outSince.Add(srv.WriteTimeout.D()), now.Add(maxPollDelay)), true
+}
+
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // setDeadline sets when the connection closes unless its request is in,
@@ -299,12 +356,16 @@ func (cc *clientConn) await() gnet.Action {
 	return gnet.None
 }
 
+// maxPollDelay is the longest a loop waits before it looks again whether a
+// client has read the responses that wait for it.
+const maxPollDelay = 50 * time.Millisecond
+
 // poll comes back to the connection shortly, to see whether the client has
 // read what was sent to it: after 1 ms, then twice as long each time, up
-// to 50 ms, until a response goes out.
+// to maxPollDelay, until a response goes out.
 func (cc *clientConn) poll() {
 	c := cc.c
-	cc.pollDelay = min(max(2*cc.pollDelay, time.Millisecond), 50*time.Millisecond)
+	cc.pollDelay = min(max(2*cc.pollDelay, time.Millisecond), maxPollDelay)
 	time.AfterFunc(cc.pollDelay, func() { _ = c.Wake(nil) })
 }
 
@@ -385,7 +446,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	}
 	// The loops hold the whole body: only the method makes a request one
 	// that a failed attempt ends.
-	cc.call.start(rt.life, !idempotent(h.method))
+	cc.call.start(rt.life, &cc.head, !idempotent(h.method))
 	cc.deadline = time.Time{}
 	cc.attempt()
 }
@@ -529,7 +590,9 @@ func (cc *clientConn) respond(resp *fasthttp.Response, err error) {
 	if ctx.Response.IsBodyStream() {
 		cc.end(reason)
 		cc.state = stateStreaming
-		if !cc.gone {
+		if cc.half != nil {
+			cc.streamHalf()
+		} else if !cc.gone {
 			_ = cc.c.Wake(nil) // streamOut runs in the client's own event
 		}
 		return
@@ -558,7 +621,7 @@ func (cc *clientConn) reply() {
 	answerFor(&ctx.Response, ctx.IsHead(), cc.closing())
 	if !cc.gone {
 		w := cc.l.writer()
-		if ctx.Response.Write(w) != nil || cc.l.flush(cc.c) != nil {
+		if ctx.Response.Write(w) != nil || w.Flush() != nil || cc.write() != nil {
 			cc.closeNext = true
 		}
 	}
@@ -594,7 +657,7 @@ func (cc *clientConn) forward(h *respHead, body []byte) {
 		}
 		l := cc.l
 		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now(), edit)
-		if l.write(cc.c) != nil {
+		if cc.write() != nil {
 			cc.closeNext = true
 		}
 	}
@@ -621,8 +684,21 @@ func (cc *clientConn) ready() {
 		cc.in = nil // do not keep a large body's buffer
 	}
 	cc.body = nil
-	cc.state, cc.pollDelay, cc.outSince = stateIdle, 0, time.Time{}
-	cc.deadline = time.Now().Add(cc.l.e.g.state.Load().cfg.Server.IdleTimeout.D())
+	if cc.half != nil {
+		cc.answerHalf()
+		return
+	}
+	now := time.Now()
+	cc.state, cc.pollDelay, cc.outLast, cc.outSince = stateIdle, 0, 0, time.Time{}
+	cc.deadline = now.Add(cc.l.e.g.state.Load().cfg.Server.IdleTimeout.D())
+	if out := c.OutboundBuffered(); out > 0 && !cc.gone {
+		// The response waits unread: watchUnread bounds the wait.
+		cc.outLast, cc.outSince = out, now
+		if next := now.Add(maxPollDelay); next.Before(cc.wakeAt) {
+			cc.wakeAt = next
+			cc.wake.Reset(maxPollDelay)
+		}
+	}
 	if !cc.gone && (cc.closeNext || c.InboundBuffered() > 0) {
 		_ = c.Wake(nil) // close, or serve the next request already here
 	}

@@ -33,10 +33,13 @@ type routePolicies struct {
 	breakerCfg *config.CircuitBreaker
 	breaker    *breaker.Breaker
 	concCfg    *config.Concurrency
+	shares     []concurrency.Share // the priority classes' shares the adaptive limit was built with
 	bulkhead   *concurrency.Bulkhead
 	adaptive   *concurrency.Limiter
 	timeout    time.Duration
 	group      *coalesce.Group[string, *sharedResponse]
+	prio       *priorities // nil without priority classes
+	flow       *flowPolicies
 }
 
 // buildRoute builds a route of st from its configuration, reusing old's
@@ -62,11 +65,12 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 // loopRoute reports whether event loops can serve the route: none of its
 // policies waits for another request (no coalescing, no concurrency queue)
 // or for a store (no rate limit on Redis), and its targets speak plain
-// HTTP/1.1. (A retry's wait is a timer on the loop.)
+// HTTP/1.1. (A retry's wait is a timer on the loop.) Nor does it hedge or
+// fall back beyond a static answer (see loopFlow).
 func loopRoute(rc *config.Route, st *state, p *pool) bool {
 	pc := &rc.Policies
 	if pc.Coalesce || p.h2 != nil || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
-		(pc.RateLimit != nil && st.cfg.Store.Kind == "redis") {
+		(pc.RateLimit != nil && st.cfg.Store.Kind == "redis") || !loopFlow(pc) {
 		return false
 	}
 	for _, t := range p.targets {
@@ -81,7 +85,7 @@ func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *st
 	if prev == nil {
 		prev = &routePolicies{}
 	}
-	p := &routePolicies{timeout: pc.Timeout.D()}
+	p := &routePolicies{timeout: pc.Timeout.D(), prio: newPriorities(pc.Priority)}
 	var err error
 	if rl := pc.RateLimit; rl != nil {
 		p.rateCfg = rl
@@ -107,12 +111,15 @@ func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *st
 		}
 	}
 	if cc := pc.Concurrency; cc != nil {
-		p.concCfg = cc
-		if reflect.DeepEqual(prev.concCfg, cc) {
+		p.concCfg, p.shares = cc, shares(pc.Priority)
+		if reflect.DeepEqual(prev.concCfg, cc) && reflect.DeepEqual(prev.shares, p.shares) {
 			p.bulkhead, p.adaptive = prev.bulkhead, prev.adaptive
 		} else if err = buildConcurrency(name, cc, p, g); err != nil {
 			return nil, err
 		}
+	}
+	if p.flow, err = buildFlow(pc, prev.flow, st, g); err != nil {
+		return nil, err
 	}
 	if pc.Coalesce {
 		p.group = prev.group
@@ -249,11 +256,12 @@ func buildConcurrency(name string, cc *config.Concurrency, p *routePolicies, g *
 		return fmt.Errorf("concurrency.adaptive: %w", err)
 	}
 	l, err := concurrency.NewLimiter(concurrency.LimiterOptions{
-		Name:      name,
-		Algorithm: alg,
-		MaxQueue:  cc.Queue,
-		MaxWait:   cc.MaxWait.D(),
-		Clock:     g.clock,
+		Name:       name,
+		Algorithm:  alg,
+		MaxQueue:   cc.Queue,
+		MaxWait:    cc.MaxWait.D(),
+		Priorities: p.shares,
+		Clock:      g.clock,
 		OnLimitChange: func(_, n int) {
 			g.metrics.ConcurrencyLimit(name, n)
 		},

@@ -71,7 +71,7 @@ type exchange struct {
 	c       call
 	req     *fasthttp.Request // the client's request, sent upstream as it is once prepared
 	xff     []byte            // the X-Forwarded-For value to send
-	https   bool              // the client came over TLS: X-Forwarded-Proto is https
+	https   bool              // the client came over TLS: X-Forwarded-Proto is https unless a trusted proxy said
 	ready   bool              // req's headers are prepared for the upstream
 	body    []byte            // the replayable body; nil when streamed
 	stream  io.Reader         // the body when not replayable
@@ -102,26 +102,40 @@ func (x *exchange) reset() *exchange {
 // not yet read) with the call's error: nil, a *StatusError with a 5xx
 // response, or the error of a refusal or a failed attempt without one.
 func (x *exchange) run() (*fasthttp.Response, error) {
-	x.c.start(x.rt.life, x.final)
+	x.c.start(x.rt.life, fastRequest{x.req}, x.final)
+	hedged := x.hedged()
+	if hedged {
+		x.rt.life.flow.hedgeBudget.Deposit()
+	}
 	for {
-		if x.stream != nil && x.sent {
-			// A retry of a body that streamed to an earlier attempt: it
-			// cannot be sent again, and no target or policy is charged.
-			x.releasePrev()
-			return nil, errNotReplayable
+		var resp *fasthttp.Response
+		var o sluice.Outcome
+		if hedged {
+			if resp, o = x.race(); o.Class == sluice.Dropped {
+				return nil, o.Err // refused: never retried
+			}
+		} else {
+			if x.stream != nil && x.sent {
+				// A retry of a body that streamed to an earlier attempt: it
+				// cannot be sent again, and no target or policy is charged.
+				x.releasePrev()
+				return nil, errNotReplayable
+			}
+			a, err := x.c.begin()
+			if err != nil {
+				x.releasePrev()
+				return nil, err
+			}
+			resp, err = x.attempt(&a)
+			var code int
+			var retryAfter []byte
+			if resp != nil {
+				code, retryAfter = outcomeOf(resp)
+			}
+			o = x.c.settle(&a, code, retryAfter, err)
 		}
-		a, err := x.c.begin()
-		if err != nil {
-			x.releasePrev()
-			return nil, err
-		}
-		resp, err := x.attempt(&a)
-		var code int
-		var retryAfter []byte
-		if resp != nil {
-			code, retryAfter = outcomeOf(resp)
-		}
-		delay, again, err := x.c.end(&a, code, retryAfter, err)
+		delay, again := x.c.next(o)
+		err := o.Err
 		if !again {
 			return resp, err
 		}

@@ -39,6 +39,26 @@ type RouteStatus struct {
 	ConcurrencyQueued   int `json:"concurrency_queued,omitempty"`
 	// RateLimit is the route's limit as "N per PERIOD (algorithm)", if any.
 	RateLimit string `json:"rate_limit,omitempty"`
+	// Hedge describes the route's hedging, if any.
+	Hedge *HedgeStatus `json:"hedge,omitempty"`
+	// LastGood is how many answers the route's last-good fallback keeps
+	// and their size in bytes, if it has one.
+	LastGood      int `json:"last_good,omitempty"`
+	LastGoodBytes int `json:"last_good_bytes,omitempty"`
+}
+
+// HedgeStatus counts what a route's hedging did since it was built.
+type HedgeStatus struct {
+	// Delay is the delay the next request will wait before its hedge.
+	Delay string `json:"delay"`
+	// Requests is how many requests were run with hedging (those that may
+	// be sent twice); Hedges how many of them got a second attempt; Wins
+	// how many the second attempt answered; Denied how many hedges the
+	// budget refused.
+	Requests uint64 `json:"requests"`
+	Hedges   uint64 `json:"hedges"`
+	Wins     uint64 `json:"wins"`
+	Denied   uint64 `json:"denied"`
 }
 
 // UpstreamStatus describes one upstream pool.
@@ -80,6 +100,13 @@ func (g *Gateway) Status() Status {
 		}
 		if rl := p.rateCfg; rl != nil {
 			rs.RateLimit = formatRate(rl.Limit, rl.Period.D().String(), rl.Algorithm)
+		}
+		if h := p.flow.hedge; h != nil {
+			hs := h.Stats()
+			rs.Hedge = &HedgeStatus{Delay: h.Delay().String(), Requests: hs.Calls, Hedges: hs.Hedges, Wins: hs.Wins, Denied: hs.Denied}
+		}
+		if lg := p.flow.lastGood; lg != nil {
+			rs.LastGood, rs.LastGoodBytes = lg.len()
 		}
 		s.Routes = append(s.Routes, rs)
 	}

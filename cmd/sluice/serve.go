@@ -128,11 +128,7 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 			return fmt.Errorf("admin listening: %w", err)
 		}
 		adminAddr = aln.Addr()
-		adminSrv = &http.Server{
-			Handler:           g.AdminHandler(gateway.AdminOptions{Token: cfg.Admin.Token, Gatherer: reg, Reload: reload}),
-			ReadHeaderTimeout: 5 * time.Second,
-		}
-		go func() { _ = adminSrv.Serve(aln) }()
+		adminSrv = serveAdmin(aln, g.AdminHandler(gateway.AdminOptions{Token: cfg.Admin.Token, Gatherer: reg, Reload: reload}), cfg.Server)
 	}
 	// Signals and file changes are watched before the gateway says it
 	// serves, so that a SIGHUP or an edit right after that is not lost.

@@ -1,0 +1,34 @@
+package gateway
+
+// LoopUnread returns how many response bytes wait unsent on g's loops to a
+// client connection that waits for its next request (the most of any), or
+// -1 when no connection on the loops waits for one.
+func LoopUnread(g *Gateway) int {
+	g.mu.Lock()
+	e := g.loops
+	g.mu.Unlock()
+	if e == nil {
+		return -1
+	}
+	e.mu.Lock()
+	loops := make([]*loop, 0, len(e.loops))
+	for _, l := range e.loops {
+		loops = append(loops, l)
+	}
+	e.mu.Unlock()
+	most := -1
+	for _, l := range loops {
+		res := make(chan int, 1)
+		e.execute(l, func() {
+			n := -1
+			for cc := range l.conns {
+				if cc.state == stateIdle && !cc.reading {
+					n = max(n, cc.c.OutboundBuffered())
+				}
+			}
+			res <- n
+		})
+		most = max(most, <-res)
+	}
+	return most
+}

@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/answer"
+)
+
+// The levels of a route's fallback before its static answer (see
+// config.Fallback): another upstream, then the last good answer. They run
+// on the goroutine engine; the loops hand their routes over (loopFlow).
+
+// lastGoodKey returns the key of the request req for the route's last
+// good answers, "" when the route keeps none or req is not a GET. It is
+// taken before the request is prepared for its upstream, which changes its
+// Host; limitKey is its rate-limit key.
+func (lc *lifecycle) lastGoodKey(req *fasthttp.RequestHeader, limitKey string) string {
+	if lc.flow.lastGood == nil || !req.IsGet() {
+		return ""
+	}
+	return coalescingKey(req, limitKey, nil)
+}
+
+// toFallbackUpstream sends a request whose call failed (with resp, the
+// last attempt's response or nil, and err) to the fallback's upstream, if
+// the route has one and the request may be sent twice. The upstream's
+// answer replaces the failure unless it is a 5xx or it could not be
+// reached; then the failure stands, and the next levels see it. When it
+// answered, the reason returned, for the log, names the level and the
+// failure ("fallback:upstream:timeout"). The attempt passes the target's
+// passive health, not the route's policies, which guard the route's own
+// upstream; it is bounded by that upstream's response_header_timeout and
+// the route's timeout, and cut when the client leaves.
+func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fasthttp.Response, error, string) {
+	p := x.rt.life.flow.fallbackTo
+	if p == nil || err == nil || x.final {
+		return resp, err, ""
+	}
+	t := p.choose(nil)
+	var permit sluice.Permit
+	if t.passive != nil {
+		if pm, perr := t.passive.Acquire(context.Background()); perr == nil {
+			permit = pm
+		}
+	}
+	t.inflight.Add(1)
+	start := time.Now()
+	tr := trip{wait: t.wait, cut: &x.watch.cut}
+	d := x.rt.life.timeout
+	if d > 0 {
+		tr.deadline = start.Add(d)
+	}
+	if t.wait > 0 && (d <= 0 || t.wait < d) {
+		d = t.wait
+	}
+	if d > 0 {
+		tr.head = start.Add(d)
+	}
+	fresp := fasthttp.AcquireResponse()
+	ferr := roundTrip(t.client, x.prepare(t), fresp, tr)
+	t.inflight.Add(-1)
+	var code int
+	var retryAfter []byte
+	if ferr != nil {
+		ferr = upstreamError(t, ferr)
+	} else {
+		code, retryAfter = outcomeOf(fresp)
+	}
+	o, _ := attemptResult(code, retryAfter, ferr)
+	permit.Done(o)
+	if o.Class != sluice.Success {
+		releaseResponse(fresp)
+		return resp, err, ""
+	}
+	x.releasePrev() // the failed attempt's response
+	x.prev = fresp
+	_, reason := answer.Classify(err)
+	return fresp, nil, "fallback:upstream:" + reason
+}
+
+// answerLastGood answers a failed request (err is its call's error) with
+// the last good answer kept for key, if there is one: it returns the
+// reason for the log and true when it did. A good answer (err nil) is kept
+// instead, unless fellBack says it came from the fallback's upstream.
+func answerLastGood(ctx *fasthttp.RequestCtx, rt *route, key string, resp *fasthttp.Response, err error, fellBack bool) (string, bool) {
+	lg := rt.life.flow.lastGood
+	if lg == nil || key == "" {
+		return "", false
+	}
+	if err == nil {
+		if sr := keepable(resp, &ctx.Request.Header); sr != nil && !fellBack {
+			lg.keep(key, sr)
+		}
+		return "", false
+	}
+	sr, age := lg.answer(key, &ctx.Request.Header)
+	if sr == nil {
+		return "", false
+	}
+	if resp != nil && resp != &ctx.Response {
+		releaseResponse(resp)
+	}
+	_, reason := answer.Classify(err)
+	writeLastGood(ctx, sr, age, rt.rules)
+	return "fallback:last_good:" + reason, true
+}
