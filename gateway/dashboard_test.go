@@ -151,6 +151,9 @@ routes:
 				t.Fatalf("adaptive request: %d", r.Code)
 			}
 		}
+		// A request is recorded once its answer is sent: the client may
+		// read it first.
+		eventually(t, "the 8 requests recorded", func() bool { return recorded(t, tg.Registry) == 8 })
 		tg.Clock.Advance(time.Second)
 		f = s.sample(t)
 		for route, want := range map[string]map[string]float64{
@@ -283,4 +286,22 @@ routes: [{name: r, upstream: up}]
 			t.Errorf("without a token, %s %s: %d, cookies %v; want %d and none", tt.method, tt.path, w.Code, w.Result().Cookies(), tt.code)
 		}
 	}
+}
+
+// recorded returns how many requests reg's sluice_requests_total counts.
+func recorded(t testing.TB, reg prometheus.Gatherer) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == "sluice_requests_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }

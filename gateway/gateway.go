@@ -65,7 +65,9 @@ type Options struct {
 	// Logger receives the request log and events. Nil means one built from
 	// the configuration's log settings, writing to standard error.
 	Logger *slog.Logger
-	// Metrics receives counters and gauges. Nil means none are kept.
+	// Metrics receives counters and gauges, and reads the gateway's live
+	// state at each scrape (telemetry.Metrics.Watch). Nil means none are
+	// kept.
 	Metrics *telemetry.Metrics
 	// Clock drives health checks and the policies' windows. Nil means
 	// clock.Real.
@@ -129,6 +131,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
 	g.h2 = newH2Engine(g, cfg)
+	g.metrics.Configured(g.reload.At)
+	g.metrics.Watch(g.live)
 	g.server = &fasthttp.Server{
 		Handler:                      g.serveFast,
 		ReadTimeout:                  cfg.Server.ReadHeaderTimeout.D(),
@@ -194,16 +198,32 @@ func (g *Gateway) ServeTLS(ln net.Listener) error {
 }
 
 func (g *Gateway) serve(ln net.Listener) error {
+	// The engine starts under g.mu, which Shutdown takes after it set
+	// closing: Shutdown finds it started, or Serve finds it closing.
+	g.mu.Lock()
+	if g.closing.Load() {
+		g.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	g.ln = ln
 	var err error
 	if g.engine == "loop" {
-		g.mu.Lock()
-		g.ln = ln
-		g.loops, err = newLoopEngine(g, ln.Addr())
-		g.mu.Unlock()
+		var loops *loopEngine
+		loops, err = newLoopEngine(g, ln.Addr())
 		if err == nil {
-			err = g.loops.serve(ln)
+			err = loops.start()
 		}
+		if err == nil {
+			g.loops = loops
+		}
+		g.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		err = loops.serve(ln)
 	} else {
+		g.mu.Unlock()
 		err = g.server.Serve(sniffListener{Listener: ln, h2: g.h2})
 	}
 	if g.closing.Load() {
@@ -236,10 +256,13 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	go func() { h2Done <- g.h2.shutdown(ctx) }()
 	err := g.server.ShutdownWithContext(ctx)
 	<-drained
+	// The goroutine engine's Serve may have begun after ShutdownWithContext
+	// closed the listeners it had: closing its listener (the loops'
+	// handoff one, or ln) ends it.
 	if loops != nil {
-		// fasthttp closes the listeners its Serve had registered; one
-		// registered after ShutdownWithContext would block in Accept.
 		_ = loops.handoff.Close()
+	} else if ln != nil {
+		_ = ln.Close()
 	}
 	err = errors.Join(err, loopErr, <-h2Done, g.tunnels.shutdown(ctx))
 	g.state.Load().close(nil)
@@ -261,15 +284,16 @@ func (g *Gateway) Apply(cfg *config.Config) error {
 	g.reload.At = time.Now()
 	if err != nil {
 		g.reload.OK, g.reload.Error = false, err.Error()
-		g.metrics.Reload(false)
+		g.metrics.Reload(false, g.reload.At)
 		g.log.Error("reload refused", "error", err)
 		return err
 	}
 	st.version = old.version + 1
 	g.state.Store(st)
 	old.close(st)
+	forgetRemoved(old, st)
 	g.reload = ReloadStatus{At: g.reload.At, OK: true, Version: st.version}
-	g.metrics.Reload(true)
+	g.metrics.Reload(true, g.reload.At)
 	g.log.Info("configuration applied", "version", st.version, "routes", len(st.routes))
 	return nil
 }
@@ -281,7 +305,7 @@ func (g *Gateway) Refuse(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.reload.At, g.reload.OK, g.reload.Error = time.Now(), false, err.Error()
-	g.metrics.Reload(false)
+	g.metrics.Reload(false, g.reload.At)
 	g.log.Error("reload refused", "error", err)
 }
 

@@ -282,11 +282,27 @@ func writeFallback(ctx *fasthttp.RequestCtx, f *config.Fallback) {
 	ctx.SetBodyString(f.Body)
 }
 
-// finish records the request in the metrics and the log.
+// finish records the request in the metrics and the log, on both
+// engines: now, or, when its response's body streams from a target, once
+// that body has been sent (or the client is gone), so that its duration
+// covers the whole response.
 func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, reason string) {
+	code := ctx.Response.StatusCode()
+	if ctx.Response.IsBodyStream() {
+		if b, ok := ctx.Response.BodyStream().(streamedBody); ok {
+			// The request and its connection outlive the body: fasthttp
+			// (or the loop's stream) closes it before it reuses them.
+			b.atEnd(func() { g.record(ctx, rt, start, code, reason) })
+			return
+		}
+	}
+	g.record(ctx, rt, start, code, reason)
+}
+
+// record records a request that ended now with status code.
+func (g *Gateway) record(ctx *fasthttp.RequestCtx, rt *route, start time.Time, code int, reason string) {
 	name := ""
 	d := time.Since(start)
-	code := ctx.Response.StatusCode()
 	if rt != nil {
 		name = rt.name
 		rt.metrics.Request(code, reason, d)

@@ -154,7 +154,8 @@ func (c *call) begin() (attempt, error) {
 // *StatusError for a 5xx (see attemptResult).
 //
 // The outcomes carry no latency for the passive health: its breaker counts
-// failures in a row only.
+// failures in a row only. The target's metrics count the attempt, timed
+// from begin.
 func (c *call) end(a *attempt, code int, retryAfter []byte, err error) (time.Duration, bool, error) {
 	o := c.settle(a, code, retryAfter, err)
 	delay, ok := c.next(o)
@@ -169,6 +170,7 @@ func (c *call) settle(a *attempt, code int, retryAfter []byte, err error) sluice
 	o, err := attemptResult(code, retryAfter, err)
 	err = attemptError(err, c.final)
 	a.t.inflight.Add(-1)
+	a.t.metrics.Attempt(o.Class, time.Since(a.start))
 	a.passive.Done(o)
 	a.adm.End(context.Background(), err)
 	o.Err = err

@@ -52,6 +52,7 @@ type loopEngine struct {
 	g       *Gateway
 	cli     *gnet.Client
 	handoff *handoffListener // connections for the goroutine engine
+	served  chan error       // the goroutine engine's Serve on handoff returned
 
 	mu    sync.Mutex
 	loops map[gnet.EventLoop]*loop
@@ -96,14 +97,19 @@ func newLoopEngine(g *Gateway, addr net.Addr) (*loopEngine, error) {
 	return e, nil
 }
 
-// serve starts the loops, hands the goroutine engine its listener, and
-// accepts connections on ln for the loops until ln is closed.
-func (e *loopEngine) serve(ln net.Listener) error {
+// start starts the loops and hands the goroutine engine its listener.
+func (e *loopEngine) start() error {
 	if err := e.cli.Start(); err != nil {
 		return err
 	}
-	served := make(chan error, 1)
-	go func() { served <- e.g.server.Serve(e.handoff) }()
+	e.served = make(chan error, 1)
+	go func() { e.served <- e.g.server.Serve(e.handoff) }()
+	return nil
+}
+
+// serve accepts connections on ln for the loops, once started, until ln is
+// closed.
+func (e *loopEngine) serve(ln net.Listener) error {
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -118,7 +124,7 @@ func (e *loopEngine) serve(ln net.Listener) error {
 				return nil
 			}
 			_ = e.handoff.Close()
-			<-served
+			<-e.served
 			return errors.Join(err, e.cli.Stop())
 		}
 		delay = 0

@@ -46,7 +46,7 @@ type routePolicies struct {
 // policies (old may be nil) where their settings are unchanged.
 func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, error) {
 	r := &route{name: rc.Name, cfg: rc, match: newMatcher(rc.Match), pool: st.pools[rc.Upstream],
-		grpc: newGRPCMethods(rc.GRPC), metrics: g.metrics.Route(rc.Name)}
+		grpc: newGRPCMethods(rc.GRPC)}
 	var prev *routePolicies
 	if old != nil {
 		prev = old.policies
@@ -55,6 +55,7 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 	if err != nil {
 		return nil, err
 	}
+	r.metrics = g.metrics.Route(rc.Name) // once built: its series exist from now on
 	r.policies = p
 	r.life = newLifecycle(p, r.pool, rc.Policies.Fallback, g.clock)
 	r.rules = newRouteRules(rc)
@@ -167,9 +168,6 @@ func buildRetry(name string, rc *config.Retry, g *Gateway) (*retry.Retry, error)
 		Budget:      budget,
 		Clock:       g.clock,
 		RetryIf:     on,
-		OnRetry: func(int, time.Duration, sluice.Result) {
-			g.metrics.Retry(name)
-		},
 	})
 }
 
@@ -225,7 +223,7 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 		OpenDuration:        bc.OpenFor.D(),
 		HalfOpenCalls:       bc.HalfOpenCalls,
 		OnStateChange: func(n string, from, to breaker.State) {
-			g.metrics.BreakerState(n, int(to), to.String(), true)
+			g.metrics.BreakerTransition(n, to)
 			g.breakerLog.record(n, from, to, g.clock.Now())
 			g.log.Warn("circuit breaker state changed", "breaker", n, "from", from.String(), "to", to.String())
 		},
@@ -238,7 +236,6 @@ func buildBreaker(name string, bc *config.CircuitBreaker, g *Gateway) (*breaker.
 	if err != nil {
 		return nil, fmt.Errorf("circuit_breaker: %w", err)
 	}
-	g.metrics.BreakerState(name, int(breaker.Closed), breaker.Closed.String(), false)
 	return b, nil
 }
 
@@ -262,14 +259,10 @@ func buildConcurrency(name string, cc *config.Concurrency, p *routePolicies, g *
 		MaxWait:    cc.MaxWait.D(),
 		Priorities: p.shares,
 		Clock:      g.clock,
-		OnLimitChange: func(_, n int) {
-			g.metrics.ConcurrencyLimit(name, n)
-		},
 	})
 	if err != nil {
 		return fmt.Errorf("concurrency.adaptive: %w", err)
 	}
 	p.adaptive = l
-	g.metrics.ConcurrencyLimit(name, alg.Limit())
 	return nil
 }

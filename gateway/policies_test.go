@@ -176,7 +176,7 @@ routes:
 	if s := gw.routeStatus(t, "cb").Breaker; s != "closed" {
 		t.Fatalf("breaker %q after a good probe, want closed", s)
 	}
-	if m := gw.metricsText(t); !strings.Contains(m, `sluice_breaker_transitions_total{breaker="cb",to="open"} 1`) {
+	if m := gw.metricsText(t); !strings.Contains(m, `sluice_breaker_transitions_total{route="cb",to="open"} 1`) {
 		t.Errorf("metrics lack the breaker's transition to open:\n%s", grepLines(m, "sluice_breaker"))
 	}
 }
@@ -455,9 +455,14 @@ func TestRetriesStayInsideBudget(t *testing.T) {
 		if retries < budget-1 {
 			t.Errorf("%d retries for %d requests: the budget allowed %d and every request wanted one", retries, requests, budget)
 		}
+		// Calls alternate failing and succeeding, so a request is answered
+		// 503 exactly when the budget refused its retry.
 		m := gw.metricsText(t)
-		if want := fmt.Sprintf(`sluice_retries_total{route="rt"} %d`, retries); !strings.Contains(m, want) {
-			t.Errorf("metrics lack %q:\n%s", want, grepLines(m, "sluice_retries"))
+		for _, want := range []string{fmt.Sprintf(`sluice_retries_total{route="rt"} %d`, retries),
+			fmt.Sprintf(`sluice_retry_budget_exhausted_total{route="rt"} %d`, requests-ok)} {
+			if !strings.Contains(m, want) {
+				t.Errorf("metrics lack %q:\n%s", want, grepLines(m, "sluice_retr"))
+			}
 		}
 	})
 }

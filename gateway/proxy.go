@@ -445,14 +445,19 @@ type upstreamBody struct {
 	r    io.Reader
 	resp *fasthttp.Response
 	held bool // Close does nothing: the body outlives its response (see hold)
+	endHook
 }
 
 func (b *upstreamBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 func (b *upstreamBody) Close() error {
-	if b.resp != nil && !b.held {
+	if b.held {
+		return nil
+	}
+	if b.resp != nil {
 		releaseResponse(b.resp)
 		b.resp = nil
 	}
+	b.end()
 	return nil
 }

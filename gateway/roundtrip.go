@@ -300,6 +300,7 @@ type connBody struct {
 	client net.Conn
 	send   time.Duration
 	held   bool // Close does nothing: the body outlives its response (see hold)
+	endHook
 }
 
 // newConnBody returns a body of cl bytes (-1: chunked; -2: up to the
@@ -380,10 +381,14 @@ func (b *connBody) read(p []byte) (int, error) {
 }
 
 func (b *connBody) Close() error {
-	if b.done != nil && !b.held {
+	if b.held {
+		return nil
+	}
+	if b.done != nil {
 		b.done(b.keep && b.clean)
 		b.done = nil
 	}
+	b.end()
 	return nil
 }
 

@@ -78,6 +78,7 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 		r, err := buildRoute(rc, st, oldRoutes[rc.Name], g)
 		if err != nil {
 			st.close(old)
+			forgetRemoved(st, old)
 			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
 		}
 		st.routes = append(st.routes, r)

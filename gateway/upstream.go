@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // target is one server of an upstream pool.
@@ -39,6 +40,8 @@ type target struct {
 	wait time.Duration
 	// connect bounds connecting to the target (connect_timeout).
 	connect time.Duration
+	// metrics records its attempts and breaker transitions.
+	metrics *telemetry.Target
 }
 
 // passiveHealth is what a target needs of its breaker. The outcomes it is
@@ -182,7 +185,7 @@ func newPool(name string, cfg *config.Upstream, tc *tls.Config, g *Gateway) *poo
 	for _, raw := range cfg.Targets {
 		u, _ := url.Parse(raw) // validated by config
 		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D(), cfg.ConnectTimeout.D(), tc), h2: p.h2,
-			wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D()}
+			wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D(), metrics: g.metrics.Target(name, raw)}
 		t.healthy.Store(true)
 		b, err := breaker.New(breaker.Options{
 			Name:                "target " + raw,
@@ -190,8 +193,8 @@ func newPool(name string, cfg *config.Upstream, tc *tls.Config, g *Gateway) *poo
 			ConsecutiveFailures: 5,
 			OpenDuration:        5 * time.Second,
 			HalfOpenCalls:       1,
-			OnStateChange: func(n string, from, to breaker.State) {
-				g.metrics.BreakerState(n, int(to), to.String(), true)
+			OnStateChange: func(_ string, _, to breaker.State) {
+				t.metrics.BreakerTransition(to)
 			},
 		})
 		if err == nil {

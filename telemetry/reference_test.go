@@ -10,8 +10,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/retry"
 	"github.com/sluicehq/sluice/telemetry"
+	"github.com/sluicehq/sluice/telemetry/prom"
 )
+
+// everyState is a live state with a series in every live metric.
+var everyState = telemetry.Live{
+	Routes: []telemetry.RouteState{{Name: "infer", InFlight: 3, HasBreaker: true, Breaker: breaker.HalfOpen,
+		Concurrency: &telemetry.ConcurrencyState{Limit: 8, Queued: 2},
+		Retry:       &telemetry.RetryState{Retries: 5, BudgetRefused: 1}}},
+	Targets: []telemetry.TargetState{{Upstream: "models", URL: "http://127.0.0.1:8080", Healthy: true, Breaker: breaker.Open, InFlight: 1}},
+}
 
 // documented is one row of the table in docs/metrics.md.
 type documented struct {
@@ -23,16 +35,24 @@ type documented struct {
 // | `name` | type | `label`, `label` | meaning |
 var referenceRow = regexp.MustCompile("^\\| `(sluice_[a-z_]+)` \\| ([a-z]+) \\|([^|]*)\\|")
 
-// readReference returns the metrics docs/metrics.md documents, by name.
-func readReference(t *testing.T) map[string]documented {
+// readReference returns the metrics the section of docs/metrics.md titled
+// section (a "## " heading) documents, by name.
+func readReference(t *testing.T, section string) map[string]documented {
 	t.Helper()
 	b, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := map[string]documented{}
+	in := false
 	for _, line := range strings.Split(string(b), "\n") {
+		if title, ok := strings.CutPrefix(line, "## "); ok {
+			in = title == section
+		}
 		m := referenceRow.FindStringSubmatch(line)
+		if !in {
+			m = nil
+		}
 		if m == nil {
 			continue
 		}
@@ -49,7 +69,7 @@ func readReference(t *testing.T) map[string]documented {
 		ref[m[1]] = documented{typ: m[2], labels: labels}
 	}
 	if len(ref) == 0 {
-		t.Fatal("docs/metrics.md documents no metric")
+		t.Fatalf("docs/metrics.md documents no metric under %q", section)
 	}
 	return ref
 }
@@ -90,11 +110,40 @@ func exported(t *testing.T) map[string]documented {
 	m.Request("infer", 200, "", time.Millisecond)
 	r.Request(429, "rate_limited", time.Millisecond)
 	r.RateLimit(true)
-	m.BreakerState("infer", 1, "open", true)
-	m.ConcurrencyLimit("infer", 8)
-	m.Reload(true)
-	m.Retry("infer")
+	m.BreakerTransition("infer", breaker.Open)
+	m.Reload(true, time.Now())
 	m.StoreEvictions().Add(1)
+	tg := m.Target("models", "http://127.0.0.1:8080")
+	tg.Attempt(sluice.Success, time.Millisecond)
+	tg.BreakerTransition(breaker.Open)
+	m.Watch(func() telemetry.Live { return everyState })
+	return gathered(t, reg, counted.descs)
+}
+
+// exportedByProm is exported for the Prometheus sink of library users
+// (package telemetry/prom), recording through every event once.
+func exportedByProm(t *testing.T) map[string]documented {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	counted := &counting{Registerer: reg}
+	sink, err := prom.New(counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := sink.Guard("db")
+	g.Call(sluice.Success, time.Millisecond)
+	g.Rejected("db", sluice.CircuitOpen)
+	sink.BreakerState("db", breaker.Open, true)
+	sink.Limit("db", 8)
+	sink.Retry("db")
+	sink.GiveUp("db", retry.BudgetExhausted)
+	return gathered(t, reg, counted.descs)
+}
+
+// gathered returns what reg gathers, by name, and fails unless it has
+// series of all the descs metrics registered on it.
+func gathered(t *testing.T, reg *prometheus.Registry, descs int) map[string]documented {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -112,17 +161,22 @@ func exported(t *testing.T) map[string]documented {
 		slices.Sort(labels)
 		got[f.GetName()] = documented{typ: strings.ToLower(f.GetType().String()), labels: labels}
 	}
-	if len(got) != counted.descs {
-		t.Fatalf("New registers %d metrics, %d have series: record through the new one in exported", counted.descs, len(got))
+	if len(got) != descs {
+		t.Fatalf("New registers %d metrics, %d have series: record through the new one in exported", descs, len(got))
 	}
 	return got
 }
 
 // TestMetricsReference keeps docs/metrics.md complete and exact: every
-// metric New registers is documented with its type and labels, and the
-// reference documents no metric that is not exported.
+// metric New registers is documented with its type and labels under "sluice
+// metrics", every metric of package telemetry/prom under "Library
+// metrics", and the reference documents no metric that is not exported.
 func TestMetricsReference(t *testing.T) {
-	ref, got := readReference(t), exported(t)
+	t.Run("gateway", func(t *testing.T) { checkReference(t, readReference(t, "sluice metrics"), exported(t)) })
+	t.Run("library", func(t *testing.T) { checkReference(t, readReference(t, "Library metrics"), exportedByProm(t)) })
+}
+
+func checkReference(t *testing.T, ref, got map[string]documented) {
 	for name, g := range got {
 		d, ok := ref[name]
 		switch {

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/internal/buildinfo"
 	"github.com/sluicehq/sluice/telemetry"
 )
@@ -24,11 +26,9 @@ func TestMetrics(t *testing.T) {
 	r.Request(200, "", 30*time.Millisecond)
 	r.Request(429, "rate_limited", time.Millisecond)
 	m.Request("", 404, "no_route", time.Millisecond)
-	m.BreakerState("infer", 1, "open", true)
-	m.ConcurrencyLimit("infer", 12)
+	m.BreakerTransition("infer", breaker.Open)
 	r.RateLimit(false)
-	m.Reload(true)
-	m.Retry("infer")
+	m.Reload(true, time.Now())
 	want := `
 # HELP sluice_requests_total Requests served, by route, status code and outcome (ok, or the reason the request was not served by the upstream).
 # TYPE sluice_requests_total counter
@@ -39,9 +39,9 @@ sluice_requests_total{code="429",outcome="rate_limited",route="infer"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_requests_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(reg, "sluice_request_duration_seconds", "sluice_breaker_state", "sluice_concurrency_limit",
-		"sluice_ratelimit_decisions_total", "sluice_config_reloads_total", "sluice_retries_total", "sluice_breaker_transitions_total"); n != 9 {
-		t.Fatalf("got %d series, want 9", n) // two routes' durations, one route's two decisions
+	if n := testutil.CollectAndCount(reg, "sluice_request_duration_seconds",
+		"sluice_ratelimit_decisions_total", "sluice_config_reloads_total", "sluice_breaker_transitions_total"); n != 6 {
+		t.Fatalf("got %d series, want 6", n) // two routes' durations, one route's two decisions
 	}
 	if _, err := telemetry.New(reg); err == nil {
 		t.Fatal("registering twice succeeded")
@@ -88,12 +88,17 @@ sluice_build_info{goversion=%q,version=%q} 1
 func TestNilMetricsDoNothing(t *testing.T) {
 	var m *telemetry.Metrics
 	m.Request("r", 200, "", time.Second)
-	m.BreakerState("b", 0, "closed", false)
-	m.ConcurrencyLimit("r", 1)
+	m.BreakerTransition("r", breaker.Open)
 	m.Route("r").RateLimit(true)
 	m.Route("r").Request(200, "", time.Second)
-	m.Reload(false)
-	m.Retry("r")
+	m.Route("r").Forget()
+	m.ForgetRoute("r")
+	m.Target("u", "http://x").Attempt(sluice.Success, time.Second)
+	m.Target("u", "http://x").BreakerTransition(breaker.Open)
+	m.Target("u", "http://x").Forget()
+	m.Reload(false, time.Now())
+	m.Configured(time.Now())
+	m.Watch(func() telemetry.Live { return telemetry.Live{} })
 	if m.StoreEvictions() != nil {
 		t.Fatal("a nil Metrics has an eviction counter")
 	}
@@ -116,6 +121,17 @@ func BenchmarkRouteRequest(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			r.Request(200, "", time.Millisecond)
+		}
+	})
+}
+
+func BenchmarkTargetAttempt(b *testing.B) {
+	m, _ := telemetry.New(prometheus.NewRegistry())
+	t := m.Target("models", "http://127.0.0.1:8080")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t.Attempt(sluice.Success, time.Millisecond)
 		}
 	})
 }

@@ -1,0 +1,171 @@
+package telemetry
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/breaker"
+)
+
+// Live is the current state of what the metrics watch, read at every
+// gather (see Watch): one entry per route and per upstream target that
+// exists now.
+type Live struct {
+	Routes  []RouteState
+	Targets []TargetState
+}
+
+// RouteState is the current state of one route and of its policies.
+type RouteState struct {
+	Name string
+	// InFlight is how many of the route's requests are being served.
+	InFlight int64
+	// Breaker is the state of the route's circuit breaker, when
+	// HasBreaker is true (the route has one).
+	Breaker    breaker.State
+	HasBreaker bool
+	// Concurrency, when not nil, is the route's concurrency limit.
+	Concurrency *ConcurrencyState
+	// Retry, when not nil, is what the route's retry policy has done.
+	Retry *RetryState
+}
+
+// ConcurrencyState is the state of a concurrency limit (static or
+// adaptive).
+type ConcurrencyState struct {
+	// Limit is its current limit; Queued how many requests wait in its
+	// queue.
+	Limit, Queued int
+}
+
+// RetryState counts what a retry policy did since it was made.
+type RetryState struct {
+	// Retries is how many retries it started.
+	Retries uint64
+	// BudgetRefused is how many retries its retry budget refused.
+	BudgetRefused uint64
+}
+
+// TargetState is the current state of one upstream target.
+type TargetState struct {
+	Upstream, URL string
+	// Healthy is the verdict of its active health check (true without
+	// one).
+	Healthy bool
+	// Breaker is the state of its passive-health breaker.
+	Breaker breaker.State
+	// InFlight is how many attempts are being sent to it.
+	InFlight int64
+}
+
+// Watch makes every gather read the current state from read, which must
+// be safe for concurrent use and should be quick. It replaces the function
+// given before; without one, the state's metrics have no series.
+func (m *Metrics) Watch(read func() Live) {
+	if m == nil {
+		return
+	}
+	m.live.read.Store(&read)
+}
+
+// breakerStates are the label values of the breaker state sets, indexed
+// by breaker.State.
+var breakerStates = [...]string{
+	breaker.Closed:     breaker.Closed.String(),
+	breaker.Open:       breaker.Open.String(),
+	breaker.HalfOpen:   breaker.HalfOpen.String(),
+	breaker.ForcedOpen: breaker.ForcedOpen.String(),
+	breaker.Disabled:   breaker.Disabled.String(),
+}
+
+// liveCollector exports Live as const metrics at each gather.
+type liveCollector struct {
+	read atomic.Pointer[func() Live]
+
+	routeInFlight, breakerState, concLimit, concQueued *prometheus.Desc
+	retries, budgetRefused                             *prometheus.Desc
+	targetHealthy, targetBreaker, targetInFlight       *prometheus.Desc
+}
+
+func newLiveCollector() *liveCollector {
+	route, target := []string{"route"}, []string{"upstream", "target"}
+	return &liveCollector{
+		routeInFlight: prometheus.NewDesc("sluice_route_in_flight_requests",
+			"Requests a route is serving now, queued ones included, until their response is handed over (a body streaming from a target is not counted).", route, nil),
+		breakerState: prometheus.NewDesc("sluice_breaker_state",
+			"State of a route's circuit breaker as a state set: 1 for its current state, 0 for the others.", []string{"route", "state"}, nil),
+		concLimit: prometheus.NewDesc("sluice_concurrency_limit",
+			"Current limit of a route's concurrency policy: its max, or where its adaptive algorithm has moved it.", route, nil),
+		concQueued: prometheus.NewDesc("sluice_concurrency_queued_requests",
+			"Requests waiting in a route's concurrency queue now.", route, nil),
+		retries: prometheus.NewDesc("sluice_retries_total",
+			"Retries a route's retry policy started (attempts after the first), by route.", route, nil),
+		budgetRefused: prometheus.NewDesc("sluice_retry_budget_exhausted_total",
+			"Retries a route's retry budget refused, by route.", route, nil),
+		targetHealthy: prometheus.NewDesc("sluice_target_healthy",
+			"1 when an upstream target passes its active health check (or has none), else 0.", target, nil),
+		targetBreaker: prometheus.NewDesc("sluice_target_breaker_state",
+			"State of an upstream target's passive-health breaker as a state set: 1 for its current state, 0 for the others.", []string{"upstream", "target", "state"}, nil),
+		targetInFlight: prometheus.NewDesc("sluice_target_in_flight_requests",
+			"Attempts being sent to an upstream target now.", target, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.routeInFlight, c.breakerState, c.concLimit, c.concQueued,
+		c.retries, c.budgetRefused, c.targetHealthy, c.targetBreaker, c.targetInFlight} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
+	read := c.read.Load()
+	if read == nil {
+		return
+	}
+	l := (*read)()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, r := range l.Routes {
+		gauge(c.routeInFlight, float64(r.InFlight), r.Name)
+		if r.HasBreaker {
+			stateSet(gauge, c.breakerState, r.Breaker, r.Name)
+		}
+		if cs := r.Concurrency; cs != nil {
+			gauge(c.concLimit, float64(cs.Limit), r.Name)
+			gauge(c.concQueued, float64(cs.Queued), r.Name)
+		}
+		if rs := r.Retry; rs != nil {
+			counter(c.retries, rs.Retries, r.Name)
+			counter(c.budgetRefused, rs.BudgetRefused, r.Name)
+		}
+	}
+	for _, t := range l.Targets {
+		healthy := 0.0
+		if t.Healthy {
+			healthy = 1
+		}
+		gauge(c.targetHealthy, healthy, t.Upstream, t.URL)
+		stateSet(gauge, c.targetBreaker, t.Breaker, t.Upstream, t.URL)
+		gauge(c.targetInFlight, float64(t.InFlight), t.Upstream, t.URL)
+	}
+}
+
+// stateSet sends one series per breaker state of d, the labels followed by
+// the state: 1 for s, 0 for the others.
+func stateSet(gauge func(*prometheus.Desc, float64, ...string), d *prometheus.Desc, s breaker.State, labels ...string) {
+	for i, name := range breakerStates {
+		v := 0.0
+		if breaker.State(i) == s {
+			v = 1
+		}
+		gauge(d, v, append(labels, name)...)
+	}
+}
