@@ -292,3 +292,29 @@ routes:
 		}
 	})
 }
+
+// TestNoInventedContentType sends a POST without Content-Type over
+// HTTP/1.1 and HTTP/2: the upstream gets none either, on both engines, as
+// from the loops. (The goroutine engine and the HTTP/2 engine, through
+// fasthttp's default, told the upstream application/octet-stream, which
+// the client never said.)
+func TestNoInventedContentType(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		exchangeRaw(t, tg.Addr, "POST /h1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n\r\nhello", 1)
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/h2", "content-length", "5")
+		if err := h.fr.WriteData(1, true, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("HTTP/2 POST: %s", st)
+		}
+		for _, r := range u.requests() {
+			if ct := r.Header.Values("Content-Type"); len(ct) > 0 || r.Body != "hello" {
+				t.Errorf("%s reached the upstream with Content-Type %q and body %q, want none and hello", r.Target, ct, r.Body)
+			}
+		}
+	})
+}

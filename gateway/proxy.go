@@ -238,6 +238,9 @@ func (x *exchange) prepare(t *target) *fasthttp.Request {
 			}
 		}
 		removeHopRequest(&req.Header)
+		// No Content-Type the client did not send (fasthttp's default
+		// for a body, which the loops do not add).
+		req.Header.SetNoDefaultContentType(true)
 		// The gateway speaks its own version upstream (RFC 9110 section
 		// 6.2), whatever the client's.
 		req.Header.SetProtocolBytes(http11)
