@@ -165,7 +165,8 @@ type Server struct {
 	// included); a request with more gets 431. Each connection holds a read
 	// buffer of this size. Default 32 KiB, at most 1 MiB.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
-	// MaxBodyBytes limits the size of a request body; 0 means no limit.
+	// MaxBodyBytes limits the size of a request body, a gRPC call's
+	// request included (RESOURCE_EXHAUSTED past it); 0 means no limit.
 	// Default 0.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in

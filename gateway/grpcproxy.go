@@ -26,7 +26,8 @@ import (
 //   - the call's grpc-timeout bounds it, every attempt included, and each
 //     attempt tells the upstream what is left of it (the route's timeout
 //     may bound an attempt sooner); server.read_timeout does not bound
-//     its request, which may stream for as long as the call lasts;
+//     its request, which may stream for as long as the call lasts, but
+//     server.max_body_bytes does (RESOURCE_EXHAUSTED past it);
 //   - an attempt's outcome is the upstream's grpc-status, read from its
 //     trailers: UNAVAILABLE, INTERNAL, RESOURCE_EXHAUSTED,
 //     DEADLINE_EXCEEDED (see answer.IsGRPCFailure) fail it although its
@@ -51,9 +52,10 @@ type grpcCall struct {
 	xff string
 	// fwdHost and fwdProto are the X-Forwarded-Host and -Proto to send.
 	fwdHost, fwdProto string
-	body              []byte    // the request, read whole when the call may be retried
-	rest              io.Reader // the request when it streams
-	sent              bool      // rest was given to an attempt
+	in                *clientBody // the client's request, bounded by server.max_body_bytes
+	body              []byte      // the request, read whole when the call may be retried
+	rest              io.Reader   // the request when it streams
+	sent              bool        // rest was given to an attempt
 	// hold: the call may be retried, so an answer is read whole before any
 	// of it is sent.
 	hold  bool
@@ -90,7 +92,8 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	// stream may last.
 	dl, _ := ctx.Deadline() // zero: none
 	_ = http.NewResponseController(w).SetReadDeadline(dl)
-	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), rest: r.Body, obs: obs}
+	in := newClientBody(r.Body, st.cfg.Server.MaxBodyBytes)
+	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in, obs: obs}
 	c.fwdHost, c.fwdProto = stdForwarded(r, st)
 	if rt.policies.retry != nil && rt.grpc.idempotent(r.URL.Path) {
 		if reason := c.readRequest(); reason != "" {
@@ -152,12 +155,12 @@ func sleepCtx(ctx context.Context, lc *lifecycle, d time.Duration) bool {
 // again, up to maxReplayBody: a longer one streams, and the call is sent
 // once. It answers and returns the reason when the request cannot be read.
 func (c *grpcCall) readRequest() string {
-	b, err := io.ReadAll(io.LimitReader(c.r.Body, maxReplayBody+1))
+	b, err := io.ReadAll(io.LimitReader(c.in, maxReplayBody+1))
 	if err != nil {
-		return writeGRPCError(c.w, errClientBody)
+		return writeGRPCError(c.w, err) // errClientBody, or errBodyTooLarge
 	}
 	if len(b) > maxReplayBody {
-		c.rest = io.MultiReader(bytes.NewReader(b), c.r.Body)
+		c.rest = io.MultiReader(bytes.NewReader(b), c.in)
 		return ""
 	}
 	c.body, c.rest, c.hold = b, nil, true
@@ -203,7 +206,7 @@ func (c *grpcCall) exchange(ctx context.Context, t *target) error {
 	}
 	resp, err := tr.RoundTrip(out)
 	if err != nil {
-		return upstreamError(t, grpcCause(ctx, err))
+		return transportError(ctx, t, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -215,7 +218,7 @@ func (c *grpcCall) exchange(ctx context.Context, t *target) error {
 		b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplayBody+1))
 		switch {
 		case err != nil:
-			return upstreamError(t, grpcCause(ctx, err))
+			return transportError(ctx, t, err)
 		case len(b) <= maxReplayBody:
 			c.held = &heldAnswer{header: resp.Header, trailer: resp.Trailer, body: b}
 			return grpcStatus(resp.Header, resp.Trailer)
@@ -328,10 +331,10 @@ func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, rea
 			break
 		}
 		if err != nil {
-			uerr := upstreamError(t, grpcCause(ctx, err))
-			code, _ := answer.GRPCClassify(uerr)
+			uerr := transportError(ctx, t, err)
+			code, reason := answer.GRPCClassify(uerr)
 			h.Set(http.TrailerPrefix+hdrGRPCStatus, strconv.Itoa(int(code)))
-			h.Set(http.TrailerPrefix+hdrGRPCMessage, encodeGRPCMessage(uerr.Error()))
+			h.Set(http.TrailerPrefix+hdrGRPCMessage, encodeGRPCMessage(grpcMessage(uerr, reason)))
 			return uerr
 		}
 	}
@@ -373,6 +376,16 @@ func copyEndToEnd(dst, src http.Header) {
 		}
 		dst[k] = append(dst[k], vs...)
 	}
+}
+
+// transportError is the error of an attempt to t that the transport failed
+// with err: the client's own (its request broke off, or passed
+// server.max_body_bytes) as it is, else the upstream's.
+func transportError(ctx context.Context, t *target, err error) error {
+	if errors.Is(err, errClientBody) {
+		return err
+	}
+	return upstreamError(t, grpcCause(ctx, err))
 }
 
 // grpcCause is err, or, when ctx ended first, ctx's cause: an attempt cut

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -91,7 +92,7 @@ func formatGRPCTimeout(d time.Duration) string {
 
 // writeGRPCError answers a gRPC call the gateway stopped with err in the
 // Trailers-Only form: HTTP 200 and one HEADERS frame with grpc-status
-// (answer.GRPCClassify), grpc-message (err's text) and, when the answer
+// (answer.GRPCClassify), grpc-message (see grpcMessage) and, when the answer
 // has a retry hint (answer.RetryAfter), grpc-retry-pushback-ms (whole
 // milliseconds) and Retry-After (whole seconds), both rounded up. It
 // returns the reason for the log. The caller has written nothing yet.
@@ -100,14 +101,26 @@ func writeGRPCError(w http.ResponseWriter, err error) string {
 	h := w.Header()
 	h.Set("Content-Type", "application/grpc")
 	h.Set(hdrGRPCStatus, strconv.Itoa(int(code)))
-	if err != nil && err.Error() != "" {
-		h.Set(hdrGRPCMessage, encodeGRPCMessage(err.Error()))
+	if msg := grpcMessage(err, reason); msg != "" {
+		h.Set(hdrGRPCMessage, encodeGRPCMessage(msg))
 	}
 	if d, ok := answer.RetryAfter(err); ok {
 		h.Set(hdrGRPCPushback, strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10))
 		h.Set("Retry-After", strconv.FormatInt(answer.RetryAfterSeconds(d), 10))
 	}
 	w.WriteHeader(http.StatusOK)
+	return reason
+}
+
+// grpcMessage is the grpc-message of the gateway's answer to a call that
+// ended with err, whose reason is reason: the upstream's own message when
+// err is its failing status, else the reason, as the JSON body of other
+// requests' errors names it; never err's text, which names targets and
+// their addresses.
+func grpcMessage(err error, reason string) string {
+	if ge := (*answer.GRPCStatusError)(nil); errors.As(err, &ge) {
+		return ge.Message
+	}
 	return reason
 }
 

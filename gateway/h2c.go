@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -39,13 +40,33 @@ func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
 	g.handle(ctx)
 }
 
-// h2cUpgrade reports whether h is a request without a body asking to
-// upgrade to h2c, with its settings (RFC 7540 section 3.2). A request with
-// a body is served on HTTP/1.1, as the upgrade lets a server choose.
+// h2cUpgrade reports whether h is an HTTP/1.1 request without a body
+// asking to upgrade to h2c, with its settings (RFC 7540 section 3.2):
+// Upgrade names h2c, Connection names HTTP2-Settings, and one
+// HTTP2-Settings header holds base64url. Any other request is served on
+// HTTP/1.1 (its Upgrade is hop-by-hop): one with a body, as the upgrade
+// lets a server choose; an HTTP/1.0 one, whose Upgrade a server ignores
+// (RFC 9110 section 7.8); one the HTTP/2 engine would not upgrade.
 func h2cUpgrade(h *fasthttp.RequestHeader) bool {
 	up := h.Peek("Upgrade")
-	cl := h.ContentLength() // -2: no length and not chunked, so no body
-	return len(up) > 0 && hasToken(up, "h2c") && (cl == 0 || cl == -2) && len(h.Peek("Http2-Settings")) > 0
+	if len(up) == 0 || !hasToken(up, "h2c") || !h.IsHTTP11() {
+		return false
+	}
+	if cl := h.ContentLength(); cl != 0 && cl != -2 { // -2: no length and not chunked, so no body
+		return false
+	}
+	if !hasToken(oneList(h.PeekAll("Connection")), "HTTP2-Settings") {
+		return false
+	}
+	settings := h.PeekAll("Http2-Settings") // (reuses what PeekAll returned before)
+	return len(settings) == 1 && base64URL(settings[0])
+}
+
+// base64URL reports whether b is base64url without padding (RFC 4648
+// section 5), as HTTP2-Settings is.
+func base64URL(b []byte) bool {
+	_, err := base64.RawURLEncoding.DecodeString(string(b))
+	return err == nil
 }
 
 // sniffListener gives the goroutine engine, when it serves the plaintext

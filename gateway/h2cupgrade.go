@@ -32,9 +32,11 @@ type upgrades struct {
 }
 
 // handler is the HTTP/2 engine's handler: ServeHTTP, with the upgrade of
-// an HTTP/1.1 request to h2c done first. (Prior knowledge needs nothing:
-// net/http serves a connection that starts with the preface on HTTP/2
-// itself.)
+// an HTTP/1.1 request without a body to h2c done first. (Prior knowledge
+// needs nothing: net/http serves a connection that starts with the
+// preface on HTTP/2 itself.) A request with a body is served on HTTP/1.1,
+// as the upgrade lets a server choose: h2c would read its body whole into
+// memory, without bound, before answering 101.
 func (e *h2Engine) handler(cfg *config.Config) http.Handler {
 	s := cfg.Server
 	e.up.srv = &http2.Server{
@@ -48,7 +50,7 @@ func (e *h2Engine) handler(cfg *config.Config) http.Handler {
 	e.up.conns = map[*hijackedConn]struct{}{}
 	up := h2c.NewHandler(e, e.up.srv)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor == 1 && r.TLS == nil && hasToken([]byte(r.Header.Get("Upgrade")), "h2c") {
+		if r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.TLS == nil && r.ContentLength == 0 && hasToken([]byte(r.Header.Get("Upgrade")), "h2c") {
 			up.ServeHTTP(w, r)
 			return
 		}

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
-// same handler as the goroutine engine's: the request becomes a
+// same handler as the goroutine engine's (a host that is not one, which
+// the HTTP/1.1 engines refuse, is refused with a 400): the request becomes a
 // fasthttp request on a connection of its own kind (h2Conn), the route's
 // lifecycle runs, and its response is written back through w, streamed
 // as it arrives.
@@ -34,6 +36,16 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
+	if !httpguts.ValidHostHeader(r.Host) {
+		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
+		// request gets it as Host, would lose the path to it.
+		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
+		var o observation
+		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
+		e.g.finish(ctx, nil, time.Now(), "bad_request", &o)
+		e.writeBack(w, r, rc, &ctx.Response)
+		return
+	}
 	if e.g.serveStd(ctx, w, r) {
 		return
 	}
@@ -42,7 +54,7 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's
-// method, target, host and headers, and r's body as its stream.
+// method, target, host (r.Host) and headers, and r's body as its stream.
 func toFast(req *fasthttp.Request, r *http.Request) {
 	h := &req.Header
 	h.SetMethod(r.Method)
@@ -50,6 +62,12 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 	h.SetProtocolBytes(http11)
 	h.SetHost(r.Host)
 	for k, vs := range r.Header {
+		if k == "Host" {
+			// HTTP/2 keeps a Host header beside :authority, which net/http
+			// made r.Host (RFC 9113 section 8.3.1): the request is routed,
+			// and named upstream, by that one host.
+			continue
+		}
 		for _, v := range vs {
 			h.Add(k, v)
 		}

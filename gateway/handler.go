@@ -228,7 +228,10 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 	}
 	stream := ctx.RequestBodyStream()
 	switch {
-	case cl == 0 || (cl < 0 && ctx.Request.Header.IsGet()):
+	case cl == 0 || (cl == -2 && ctx.Request.Header.IsGet()):
+		// No body (-2: no length and not chunked). A GET whose body has
+		// no length (-1: chunked, or HTTP/2 DATA) streams, bounded, as
+		// any other.
 	case cl > 0 && cl <= maxReplayBody:
 		buf := make([]byte, cl)
 		if _, err := io.ReadFull(stream, buf); err != nil {

@@ -187,9 +187,12 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, trusted bool, addr string
 }
 
 // forwardedHeader reports whether k is one of the X-Forwarded-* headers the
-// gateway sets.
+// gateway sets, or Forwarded (RFC 7239), which it never passes on (as
+// net/http's ReverseProxy): a client's word on who it is, its scheme or
+// its host must not reach the upstream beside the gateway's.
 func forwardedHeader(k []byte) bool {
-	return equalName(k, "X-Forwarded-For") || equalName(k, "X-Forwarded-Host") || equalName(k, "X-Forwarded-Proto")
+	return equalName(k, "X-Forwarded-For") || equalName(k, "X-Forwarded-Host") || equalName(k, "X-Forwarded-Proto") ||
+		equalName(k, "Forwarded")
 }
 
 // respHead is a response head read by parseResponse; its slices point into

@@ -238,6 +238,9 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 			}
 		}
 		removeHopRequest(&req.Header)
+		// No Content-Type the client did not send (fasthttp's default
+		// for a body, which the loops do not add).
+		req.Header.SetNoDefaultContentType(true)
 		// The gateway speaks its own version upstream (RFC 9110 section
 		// 6.2), whatever the client's.
 		req.Header.SetProtocolBytes(http11)
@@ -295,7 +298,8 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 //
 // removeHopRequest also deletes every X-Forwarded-For, -Host and -Proto
 // header, which prepare then sets once: a client's duplicates must not reach
-// the upstream beside the gateway's values.
+// the upstream beside the gateway's values; and every Forwarded header
+// (see forwardedHeader).
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]

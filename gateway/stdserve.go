@@ -10,11 +10,14 @@ import (
 // serveStd serves, on net/http's own stream, what the goroutine engine's
 // handler cannot carry for the HTTP/2 and TLS engine: a gRPC call over
 // HTTP/2 (trailers, both ways at once) and a WebSocket handshake over
-// HTTP/1.1 (a connection taken over). It reports whether r was one; ctx
+// HTTP/1.1 (a connection taken over). A gRPC call is a POST: a request of
+// another method is a plain one whatever its Content-Type, so that it
+// reaches the upstream with the method its route admitted. It reports
+// whether r was one; ctx
 // holds r in fasthttp's form, for routing, metrics and the log. A request
 // that matches no route is left to the handler (404).
 func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *http.Request) bool {
-	grpc := r.ProtoMajor == 2 && isGRPC(r.Header.Get("Content-Type"))
+	grpc := r.ProtoMajor == 2 && r.Method == http.MethodPost && isGRPC(r.Header.Get("Content-Type"))
 	if !grpc && !isStdWebSocket(r) {
 		return false
 	}

@@ -161,9 +161,10 @@ func (g *Gateway) wsHandshake(rt *route, head func(host string) []byte) (net.Con
 }
 
 // wsExchange connects to t and exchanges the handshake, whose request
-// head is head; limit, when above zero, bounds it all.
+// head is head; limit, when above zero, bounds it all. Zero connect and
+// response-header timeouts are no bound, as for other requests.
 func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Response, error) {
-	deadline := time.Now().Add(t.connect + t.wait)
+	var deadline time.Time // zero: none
 	if limit > 0 {
 		deadline = time.Now().Add(limit)
 	}
@@ -183,7 +184,7 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 		cfg.NextProtos = []string{"http/1.1"} // a WebSocket upgrade is HTTP/1.1's
 		conn = tls.Client(conn, cfg)
 	}
-	if limit <= 0 {
+	if limit <= 0 && t.wait > 0 {
 		deadline = time.Now().Add(t.wait)
 	}
 	_ = conn.SetDeadline(deadline)

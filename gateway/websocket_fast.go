@@ -10,9 +10,12 @@ import (
 )
 
 // isWebSocket reports whether h is a WebSocket handshake: an HTTP/1.1 GET
-// whose Upgrade names websocket and whose Connection names upgrade.
+// without a body whose Upgrade names websocket and whose Connection names
+// upgrade. A request with a body is not upgraded (the handshake sent
+// upstream has none): it is served as a plain request.
 func isWebSocket(h *fasthttp.RequestHeader) bool {
-	return h.IsGet() && h.IsHTTP11() &&
+	cl := h.ContentLength() // -2: no length and not chunked, so no body
+	return h.IsGet() && h.IsHTTP11() && (cl == 0 || cl == -2) &&
 		hasToken(oneList(h.PeekAll("Upgrade")), "websocket") &&
 		hasToken(oneList(h.PeekAll("Connection")), "upgrade")
 }
@@ -34,7 +37,9 @@ func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte
 		}
 	}
 	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
-		return wsRequestHead(wsHandshakeFrom{uri: h.RequestURI(), host: h.Host(), headers: h.All(),
+		// The origin form, as other requests go upstream: an absolute
+		// form's host would outrank Host, which chose the route.
+		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), headers: h.All(),
 			connection: oneList(h.PeekAll("Connection")), xff: xff, fwdHost: fwdHost, fwdProto: fwdProto, rules: rt.rules}, host)
 	})
 	if err != nil {

@@ -11,10 +11,10 @@ import (
 )
 
 // isStdWebSocket reports whether r, which net/http parsed, is a WebSocket
-// handshake: an HTTP/1.1 GET whose Upgrade names websocket and whose
-// Connection names upgrade.
+// handshake: an HTTP/1.1 GET without a body whose Upgrade names websocket
+// and whose Connection names upgrade (see isWebSocket).
 func isStdWebSocket(r *http.Request) bool {
-	return r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet &&
+	return r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet && r.ContentLength == 0 &&
 		hasToken([]byte(strings.Join(r.Header.Values("Upgrade"), ", ")), "websocket") &&
 		hasToken([]byte(strings.Join(r.Header.Values("Connection"), ", ")), "upgrade")
 }
@@ -36,10 +36,7 @@ func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *
 	if err != nil {
 		return writeStdError(w, err), nil
 	}
-	uri := r.RequestURI
-	if uri == "" {
-		uri = r.URL.RequestURI()
-	}
+	uri := r.URL.RequestURI() // the origin form (see serveWebSocket)
 	fwdHost, fwdProto := stdForwarded(r, st)
 	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
 		return wsRequestHead(wsHandshakeFrom{uri: []byte(uri), host: []byte(r.Host), headers: stdHeaders(r.Header),

@@ -38,7 +38,8 @@ func PolicyCode(err error) (codes.Code, bool) {
 // PolicyCode; a *GRPCStatusError its own Code; otherwise Classify's reason
 // decides: a timeout is DEADLINE_EXCEEDED, a client that left CANCELED, an
 // upstream that could not be reached or broke the connection UNAVAILABLE,
-// an internal error INTERNAL, and any other answer (a failing HTTP status
+// an internal error INTERNAL, a request longer than the gateway takes
+// (413) RESOURCE_EXHAUSTED, and any other answer (a failing HTTP status
 // from a target that does not speak gRPC, a refused request) the code of
 // its HTTP status (see CodeForHTTPStatus). nil gives OK and "".
 func GRPCClassify(err error) (codes.Code, string) {
@@ -52,6 +53,11 @@ func GRPCClassify(err error) (codes.Code, string) {
 	var ge *GRPCStatusError
 	if errors.As(err, &ge) {
 		return ge.Code, reason
+	}
+	if status == http.StatusRequestEntityTooLarge {
+		// A request longer than the gateway takes: as grpc-go answers a
+		// message over its size limit.
+		return codes.ResourceExhausted, reason
 	}
 	switch reason {
 	case Timeout:

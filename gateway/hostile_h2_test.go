@@ -1,0 +1,320 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Hostile input on HTTP/2 and h2c: what a client can make the upstream
+// receive, past the route's rules. (The raw HTTP/2 client is in
+// h2raw_test.go.)
+
+// TestHTTP2HostAgreesWithAuthority sends HTTP/2 requests whose Host header
+// names another route's host than their :authority: the request is
+// routed by :authority (as net/http reads it, RFC 9113 section 8.3.1),
+// and the upstream is told that same host in X-Forwarded-Host, for a
+// plain request and a gRPC call alike. (The Host header routed the
+// request, and a gRPC call then told the upstream the :authority: the
+// route of one host, the upstream believing another.)
+func TestHTTP2HostAgreesWithAuthority(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		hostUpstream := func(name string) string {
+			u := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, "%s xfh=%s", name, r.Header.Get("X-Forwarded-Host"))
+			}))
+			u.Config.Protocols = new(http.Protocols)
+			u.Config.Protocols.SetHTTP1(true)
+			u.Config.Protocols.SetUnencryptedHTTP2(true)
+			u.Start()
+			t.Cleanup(u.Close)
+			return u.URL
+		}
+		checkLeaks(t)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  a: {targets: ["%s"]}
+  b: {targets: ["%s"]}
+routes:
+  - {name: a, upstream: a, match: {host: a.test}}
+  - {name: b, upstream: b, match: {host: b.test}}
+`, engine, hostUpstream("a"), hostUpstream("b")))
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/", "host", "b.test")
+		if st, body := h.read(t, 1); st != "200" || body != "a xfh=a.test" {
+			t.Errorf("a GET with :authority a.test and Host b.test: %s %q, want route a's answer", st, body)
+		}
+		h.headers(t, 3, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/svc/Call",
+			"host", "b.test", "content-type", "application/grpc", "te", "trailers")
+		_ = h.fr.WriteData(3, true, []byte("\x00\x00\x00\x00\x00"))
+		if st, body := h.read(t, 3); st != "200" || body != "a xfh=a.test" {
+			t.Errorf("a gRPC call with :authority a.test and Host b.test: %s %q, want route a's answer", st, body)
+		}
+	})
+}
+
+// TestHTTP2InvalidAuthorityRefused sends HTTP/2 requests whose :authority
+// is no host (a space, a path, a query), which the gateway refuses in an
+// HTTP/1.1 Host: each is refused with a 400 and reaches no upstream.
+// (They were served, routed and sent upstream for the path "/" whatever
+// their :path, with the :authority as X-Forwarded-Host.)
+func TestHTTP2InvalidAuthorityRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		h := dialH2(t, tg.Addr)
+		for i, a := range []string{"a test", "x/admin?", "x/admin#", "x/admin"} {
+			id := uint32(1 + 2*i)
+			h.headers(t, id, true, ":method", "GET", ":scheme", "http", ":authority", a, ":path", "/public/p")
+			if st, _ := h.read(t, id); st != "400" {
+				t.Errorf(":authority %q: %s, want 400", a, st)
+			}
+		}
+		if seen := u.requests(); len(seen) != 0 {
+			t.Errorf("the upstream saw %d requests (%s with X-Forwarded-Host %q first), want none",
+				len(seen), seen[0].Target, seen[0].Header.Get("X-Forwarded-Host"))
+		}
+	})
+}
+
+// TestH2CUpgradeWithBodyNotBuffered asks, on a connection the HTTP/2
+// engine serves on HTTP/1.1 (a first request whose Upgrade: h2c its
+// Connection header does not name HTTP2-Settings for, which the engine
+// serves as a plain request), to upgrade a request with a long body: it is
+// served as a plain request, refused at once past server.max_body_bytes.
+// (golang.org/x/net/http2/h2c read the body whole into memory before
+// answering 101, without bound: any client could make the gateway hold as
+// many bytes as it sent.)
+func TestH2CUpgradeWithBodyNotBuffered(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, u.addr))
+		c, br := dialClient(t, tg.Addr)
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		_, err := io.WriteString(c, "GET /first HTTP/1.1\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n"+
+			"HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// A body of 1 GiB is announced, 64 KiB of it sent: the answer must
+		// not wait for the rest.
+		_, err = io.WriteString(c, "POST /second HTTP/1.1\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
+			"HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\nContent-Length: 1073741824\r\n\r\n"+strings.Repeat("x", 64<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer to an upgrade with a 1 GiB body: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("an upgrade with a 1 GiB body: %d, want 413", resp.StatusCode)
+		}
+	})
+}
+
+// TestH2CUpgradeRefusedIsPlainRequest sends requests asking to upgrade to
+// h2c that the upgrade does not take (RFC 9113 section 3.2 of RFC 7540):
+// settings that are not base64url, and an HTTP/1.0 request (whose Upgrade
+// a server must ignore, RFC 9110 section 7.8). Each is served as the plain
+// request it also is, on the same connection. (The first was answered 500
+// and the second upgraded.)
+func TestH2CUpgradeRefusedIsPlainRequest(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		for _, req := range []string{
+			"GET /bad-settings HTTP/1.1\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: !!!!\r\n\r\n",
+			"GET /http10 HTTP/1.0\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n",
+		} {
+			resp, _ := rawRequest(t, tg.Addr, req)
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%q: %d, want the upstream's 200", strings.SplitN(req, "\r\n", 2)[0], resp.StatusCode)
+			}
+		}
+		for _, r := range u.requests() {
+			if r.Header.Get("Upgrade") != "" {
+				t.Errorf("%s reached the upstream with Upgrade %q", r.Target, r.Header.Get("Upgrade"))
+			}
+		}
+	})
+}
+
+// TestH2CUpgradeKeepsRouteRules is h2c smuggling through a front proxy
+// turned on the gateway: a client upgrades a request its routes admit,
+// then sends, as HTTP/2 streams on the upgraded connection, one they
+// refuse and more than the rate limit lets through. Each stream is routed
+// and limited as a request of its own (the gateway serves HTTP/2 itself:
+// it never tunnels an upgraded connection to an upstream).
+func TestH2CUpgradeKeepsRouteRules(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - name: public
+    upstream: up
+    match: {path_prefix: /public/}
+    policies: {rate_limit: {limit: 2, period: 1h}}
+`, engine, u.addr))
+		c, br := dialClient(t, tg.Addr)
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		_, err := io.WriteString(c, "GET /public/a HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
+			"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("upgrade: %v %v", resp, err)
+		}
+		if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+			t.Fatal(err)
+		}
+		h := &h2raw{c: c, fr: http2.NewFramer(c, br), hdr: map[string]string{}}
+		h.enc = hpack.NewEncoder(&h.hb)
+		h.dec = hpack.NewDecoder(4096, func(f hpack.HeaderField) { h.hdr[f.Name] = f.Value })
+		if err := h.fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Errorf("the upgraded request: %s, want 200", st)
+		}
+		for _, s := range []struct {
+			id   uint32
+			path string
+			want string
+		}{{3, "/admin", "404"}, {5, "/public/b", "200"}, {7, "/public/c", "429"}} {
+			h.headers(t, s.id, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", s.path)
+			if st, _ := h.read(t, s.id); st != s.want {
+				t.Errorf("stream %d, %s: %s, want %s", s.id, s.path, st, s.want)
+			}
+		}
+		for _, r := range u.requests() {
+			if !strings.HasPrefix(r.Target, "/public/") {
+				t.Errorf("the upstream saw %s", r.Target)
+			}
+		}
+		if n := len(u.requests()); n != 2 {
+			t.Errorf("the upstream saw %d requests, want 2", n)
+		}
+	})
+}
+
+// TestForwardedHeaderNotPassed sends a client's RFC 7239 Forwarded header,
+// which claims another client, scheme and host, over HTTP/1.1, h2c and a
+// WebSocket handshake: the upstream never sees it (as net/http's
+// ReverseProxy drops it), whatever the protocol, since the gateway's own
+// X-Forwarded-* are what it reports. (It was passed on untouched: an
+// upstream that reads Forwarded believed the client's word.)
+func TestForwardedHeaderNotPassed(t *testing.T) {
+	const spoof = "for=6.6.6.6;proto=https;host=admin.test"
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, func(i int, r seenRequest) string {
+			if r.Header.Get("Upgrade") != "" {
+				return "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
+			}
+			return "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+		})
+		tg := gatewayTo(t, engine, u.addr)
+		exchangeRaw(t, tg.Addr, "GET /h1 HTTP/1.1\r\nHost: a.test\r\nForwarded: "+spoof+"\r\n\r\n", 1)
+		exchangeRaw(t, tg.Addr, "GET /ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+			"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nForwarded: "+spoof+"\r\n\r\n", 1)
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/h2c", "forwarded", spoof)
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("h2c: %s", st)
+		}
+		seen := u.requests()
+		if len(seen) != 3 {
+			t.Fatalf("the upstream saw %d requests, want 3", len(seen))
+		}
+		for _, r := range seen {
+			if f := r.Header.Values("Forwarded"); len(f) > 0 {
+				t.Errorf("%s reached the upstream with the client's Forwarded %q", r.Target, f)
+			}
+		}
+	})
+}
+
+// TestGetBodyBoundedByMaxBody sends GETs whose body has no length (chunked
+// on HTTP/1.1, DATA frames without content-length on HTTP/2), longer than
+// server.max_body_bytes: each is refused with a 413, as a POST is, and the
+// upstream sees none. (They were taken for GETs without a body, so nothing
+// bounded the body the upstream was then sent whole.)
+func TestGetBodyBoundedByMaxBody(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, u.addr))
+		big := strings.Repeat("x", 5000)
+		if r := exchangeRaw(t, tg.Addr, "GET /h1 HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(big), big), 1); r[0].Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("a chunked GET past max_body_bytes: %d, want 413", r[0].Code)
+		}
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, false, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/h2")
+		if err := h.fr.WriteData(1, true, []byte(big)); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 1); st != "413" {
+			t.Errorf("an HTTP/2 GET past max_body_bytes: %s, want 413", st)
+		}
+		for _, r := range u.requests() {
+			t.Errorf("the upstream saw %s %s with a body of %d bytes", r.Method, r.Target, len(r.Body))
+		}
+	})
+}
+
+// TestNoInventedContentType sends a POST without Content-Type over
+// HTTP/1.1 and HTTP/2: the upstream gets none either, on both engines, as
+// from the loops. (The goroutine engine and the HTTP/2 engine, through
+// fasthttp's default, told the upstream application/octet-stream, which
+// the client never said.)
+func TestNoInventedContentType(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		exchangeRaw(t, tg.Addr, "POST /h1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n\r\nhello", 1)
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/h2", "content-length", "5")
+		if err := h.fr.WriteData(1, true, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("HTTP/2 POST: %s", st)
+		}
+		for _, r := range u.requests() {
+			if ct := r.Header.Values("Content-Type"); len(ct) > 0 || r.Body != "hello" {
+				t.Errorf("%s reached the upstream with Content-Type %q and body %q, want none and hello", r.Target, ct, r.Body)
+			}
+		}
+	})
+}
