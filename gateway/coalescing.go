@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // maxSharedBody is the largest response body that coalesced requests share.
@@ -92,7 +93,7 @@ func share(resp *fasthttp.Response, req *fasthttp.RequestHeader) (*sharedRespons
 	sr := &sharedResponse{status: resp.StatusCode()}
 	conn := resp.Header.Peek("Connection")
 	for k, v := range resp.Header.All() {
-		if !isHop(k, conn) {
+		if !http1.IsHop(k, conn) {
 			sr.note(k, v)
 			sr.headers = append(sr.headers, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 		}

@@ -167,7 +167,7 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 		// client's own Connection lines are read from the wire.)
 		closing := false
 		http1.Headers(h.RawHeaders(), func(name, value []byte) bool {
-			closing = closing || equalName(name, "Connection") && hasToken(value, "close")
+			closing = closing || http1.EqualName(name, "Connection") && http1.HasToken(value, "close")
 			return true
 		})
 		h.SetProtocolBytes(http11)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/internal/requestid"
 	"github.com/sluicehq/sluice/internal/tracing"
 )
@@ -263,7 +264,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 	}
 	conn := []byte(strings.Join(c.r.Header.Values("Connection"), ", "))
 	for k, vs := range c.r.Header {
-		if isHop([]byte(k), conn) || forwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
+		if http1.IsHop([]byte(k), conn) || forwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
 			continue
 		}
 		out.Header[k] = vs
@@ -371,7 +372,7 @@ func (c *grpcCall) copyHeader(dst, src http.Header) {
 func copyEndToEnd(dst, src http.Header) {
 	conn := []byte(strings.Join(src.Values("Connection"), ", "))
 	for k, vs := range src {
-		if isHop([]byte(k), conn) || k == "Content-Length" {
+		if http1.IsHop([]byte(k), conn) || k == "Content-Length" {
 			continue
 		}
 		dst[k] = append(dst[k], vs...)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"syscall"
 
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/valyala/fasthttp"
 )
 
@@ -49,13 +50,13 @@ func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
 // (RFC 9110 section 7.8); one the HTTP/2 engine would not upgrade.
 func h2cUpgrade(h *fasthttp.RequestHeader) bool {
 	up := h.Peek("Upgrade")
-	if len(up) == 0 || !hasToken(up, "h2c") || !h.IsHTTP11() {
+	if len(up) == 0 || !http1.HasToken(up, "h2c") || !h.IsHTTP11() {
 		return false
 	}
 	if cl := h.ContentLength(); cl != 0 && cl != -2 { // -2: no length and not chunked, so no body
 		return false
 	}
-	if !hasToken(oneList(h.PeekAll("Connection")), "HTTP2-Settings") {
+	if !http1.HasToken(http1.OneList(h.PeekAll("Connection")), "HTTP2-Settings") {
 		return false
 	}
 	settings := h.PeekAll("Http2-Settings") // (reuses what PeekAll returned before)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // The upgrade to h2c (RFC 7540 section 3.2, deprecated by RFC 9113 but
@@ -50,7 +51,7 @@ func (e *h2Engine) handler(cfg *config.Config) http.Handler {
 	e.up.conns = map[*hijackedConn]struct{}{}
 	up := h2c.NewHandler(e, e.up.srv)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.TLS == nil && r.ContentLength == 0 && hasToken([]byte(r.Header.Get("Upgrade")), "h2c") {
+		if r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.TLS == nil && r.ContentLength == 0 && http1.HasToken([]byte(r.Header.Get("Upgrade")), "h2c") {
 			up.ServeHTTP(w, r)
 			return
 		}

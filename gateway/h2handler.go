@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http/httpguts"
 )
@@ -86,12 +87,12 @@ func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.Re
 	wh := w.Header()
 	var conn []byte
 	resp.Header.VisitAll(func(k, v []byte) {
-		if equalName(k, "Connection") {
+		if http1.EqualName(k, "Connection") {
 			conn = append(conn, v...)
 		}
 	})
 	resp.Header.VisitAll(func(k, v []byte) {
-		if !isHop(k, conn) && !equalName(k, "Content-Length") && !equalName(k, "Date") {
+		if !http1.IsHop(k, conn) && !http1.EqualName(k, "Content-Length") && !http1.EqualName(k, "Date") {
 			wh[http.CanonicalHeaderKey(string(k))] = append(wh[http.CanonicalHeaderKey(string(k))], string(v))
 		}
 	})

@@ -144,7 +144,7 @@ func h2Request(ctx context.Context, t *target, req *fasthttp.Request) (*http.Req
 		hreq.ContentLength = n
 	}
 	for k, v := range req.Header.All() {
-		if !equalName(k, "Host") && !equalName(k, "Content-Length") && !equalName(k, "Transfer-Encoding") {
+		if !http1.EqualName(k, "Host") && !http1.EqualName(k, "Content-Length") && !http1.EqualName(k, "Transfer-Encoding") {
 			hreq.Header.Add(string(k), string(v))
 		}
 	}

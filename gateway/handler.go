@@ -257,11 +257,11 @@ func idempotent(method []byte) bool {
 	return false
 }
 
-// forwardedList returns the client's X-Forwarded-For list (see oneList),
+// forwardedList returns the client's X-Forwarded-For list (see http1.OneList),
 // so that its right-most address is always the one the nearest proxy
 // added.
 func forwardedList(h *fasthttp.RequestHeader) []byte {
-	return oneList(h.PeekAll("X-Forwarded-For"))
+	return http1.OneList(h.PeekAll("X-Forwarded-For"))
 }
 
 // forwardedFor appends to dst the X-Forwarded-For to send upstream: the

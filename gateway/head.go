@@ -59,30 +59,30 @@ func parseRequest(b []byte, h *reqHead) bool {
 	}
 	ok := http1.Headers(b, func(name, value []byte) bool {
 		switch {
-		case equalName(name, "Host"):
+		case http1.EqualName(name, "Host"):
 			h.host = value
 			return once(1) && http1.PlainHost(value)
-		case equalName(name, "Content-Length"):
+		case http1.EqualName(name, "Content-Length"):
 			h.cl = http1.ContentLength(value)
 			return once(2) && h.cl >= 0
-		case equalName(name, "Connection"):
+		case http1.EqualName(name, "Connection"):
 			h.connection = value
 			return once(4)
-		case equalName(name, "X-Forwarded-For"):
+		case http1.EqualName(name, "X-Forwarded-For"):
 			h.xff = value
 			return once(8)
-		case equalName(name, "X-Forwarded-Host"):
+		case http1.EqualName(name, "X-Forwarded-Host"):
 			h.fwdHost = value
 			return once(16)
-		case equalName(name, "X-Forwarded-Proto"):
+		case http1.EqualName(name, "X-Forwarded-Proto"):
 			h.fwdProto = value
 			return once(32)
-		case equalName(name, "X-Request-Id"):
+		case http1.EqualName(name, "X-Request-Id"):
 			h.requestID = value
 			return once(64)
-		case equalName(name, "Idempotency-Key"):
+		case http1.EqualName(name, "Idempotency-Key"):
 			h.idemKey = true
-		case equalName(name, "Transfer-Encoding"), equalName(name, "Expect"), equalName(name, "Upgrade"):
+		case http1.EqualName(name, "Transfer-Encoding"), http1.EqualName(name, "Expect"), http1.EqualName(name, "Upgrade"):
 			return false
 		}
 		return true
@@ -105,7 +105,7 @@ func (h *reqHead) Peek(name string) []byte { return h.PeekAt(name, 0) }
 func (h *reqHead) PeekAt(name string, i int) []byte {
 	for b := h.lines; len(b) > 0; {
 		k, v, rest, _ := http1.HeaderLine(b)
-		if equalName(k, name) {
+		if http1.EqualName(k, name) {
 			if i == 0 {
 				return v
 			}
@@ -117,7 +117,7 @@ func (h *reqHead) PeekAt(name string, i int) []byte {
 }
 
 // close reports whether the client asked to close after the response.
-func (h *reqHead) close() bool { return hasToken(h.connection, "close") }
+func (h *reqHead) close() bool { return http1.HasToken(h.connection, "close") }
 
 // replayable reports whether the request may be sent twice (see
 // replayable in roundtrip.go).
@@ -153,8 +153,8 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, trusted bool, addr string
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !isHop(k, h.connection) && !equalName(k, "Host") && !forwardedHeader(k) && !equalName(k, "X-Request-Id") &&
-			(traceparent == nil || !equalName(k, "Traceparent") && !equalName(k, "Tracestate")) && (edit == nil || !edit.drops(k)) {
+		if !http1.IsHop(k, h.connection) && !http1.EqualName(k, "Host") && !forwardedHeader(k) && !http1.EqualName(k, "X-Request-Id") &&
+			(traceparent == nil || !http1.EqualName(k, "Traceparent") && !http1.EqualName(k, "Tracestate")) && (edit == nil || !edit.drops(k)) {
 			dst = append(dst, line...)
 		}
 		b = b[len(line):]
@@ -191,8 +191,8 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, trusted bool, addr string
 // net/http's ReverseProxy): a client's word on who it is, its scheme or
 // its host must not reach the upstream beside the gateway's.
 func forwardedHeader(k []byte) bool {
-	return equalName(k, "X-Forwarded-For") || equalName(k, "X-Forwarded-Host") || equalName(k, "X-Forwarded-Proto") ||
-		equalName(k, "Forwarded")
+	return http1.EqualName(k, "X-Forwarded-For") || http1.EqualName(k, "X-Forwarded-Host") || http1.EqualName(k, "X-Forwarded-Proto") ||
+		http1.EqualName(k, "Forwarded")
 }
 
 // respHead is a response head read by parseResponse; its slices point into
@@ -220,15 +220,15 @@ func parseResponse(b []byte, h *respHead) bool {
 	connSeen := false
 	return http1.Headers(b, func(name, value []byte) bool {
 		switch {
-		case equalName(name, "Content-Length"):
+		case http1.EqualName(name, "Content-Length"):
 			dup := h.cl >= 0
 			h.cl = http1.ContentLength(value)
 			return !dup && h.cl >= 0
-		case equalName(name, "Connection"):
+		case http1.EqualName(name, "Connection"):
 			dup := connSeen
 			connSeen, h.connection = true, value
 			return !dup
-		case equalName(name, "Transfer-Encoding"):
+		case http1.EqualName(name, "Transfer-Encoding"):
 			return false
 		}
 		return true
@@ -237,7 +237,7 @@ func parseResponse(b []byte, h *respHead) bool {
 
 // close reports whether the target closes the connection after the
 // response.
-func (h *respHead) close() bool { return hasToken(h.connection, "close") }
+func (h *respHead) close() bool { return http1.HasToken(h.connection, "close") }
 
 // appendResponse appends the response h, whose body is body, as it goes to
 // the client: its hop-by-hop headers dropped, its Date replaced by the
@@ -250,7 +250,7 @@ func appendResponse(dst []byte, h *respHead, policy, rl []byte, closing bool, bo
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !isHop(k, h.connection) && (len(rl) == 0 || !rateLimitHeader(k)) && !equalName(k, "Date") && (edit == nil || !edit.drops(k)) {
+		if !http1.IsHop(k, h.connection) && (len(rl) == 0 || !rateLimitHeader(k)) && !http1.EqualName(k, "Date") && (edit == nil || !edit.drops(k)) {
 			dst = append(dst, line...)
 		}
 		b = b[len(line):]
@@ -274,7 +274,7 @@ func appendResponse(dst []byte, h *respHead, policy, rl []byte, closing bool, bo
 }
 
 func rateLimitHeader(k []byte) bool {
-	return equalName(k, "RateLimit") || equalName(k, "RateLimit-Policy")
+	return http1.EqualName(k, "RateLimit") || http1.EqualName(k, "RateLimit-Policy")
 }
 
 var http11 = []byte("HTTP/1.1")

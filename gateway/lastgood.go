@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/internal/lru"
 )
 
@@ -58,7 +59,7 @@ func keepable(resp *fasthttp.Response, req *fasthttp.RequestHeader) *sharedRespo
 	sr := &sharedResponse{status: code}
 	conn := resp.Header.Peek("Connection")
 	for k, v := range resp.Header.All() {
-		if isHop(k, conn) || equalName(k, "RateLimit") || equalName(k, "RateLimit-Policy") {
+		if http1.IsHop(k, conn) || http1.EqualName(k, "RateLimit") || http1.EqualName(k, "RateLimit-Policy") {
 			continue
 		}
 		sr.note(k, v)

@@ -230,10 +230,10 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 		}
 		if x.trusted {
 			// Cloned: removeHopRequest drops the headers they are in.
-			if v := oneList(req.Header.PeekAll("X-Forwarded-Host")); len(v) > 0 {
+			if v := http1.OneList(req.Header.PeekAll("X-Forwarded-Host")); len(v) > 0 {
 				fwdHost = bytes.Clone(v)
 			}
-			if v := oneList(req.Header.PeekAll("X-Forwarded-Proto")); len(v) > 0 {
+			if v := http1.OneList(req.Header.PeekAll("X-Forwarded-Proto")); len(v) > 0 {
 				fwdProto = bytes.Clone(v)
 			}
 		}
@@ -303,7 +303,7 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]
-	conn := oneList(h.PeekAll("Connection"))
+	conn := http1.OneList(h.PeekAll("Connection"))
 	for k := range h.All() {
 		if forwardedHeader(k) {
 			names = append(append(names, k...), 0)
@@ -321,7 +321,7 @@ func removeHopRequest(h *fasthttp.RequestHeader) {
 func removeHopResponse(h *fasthttp.ResponseHeader) {
 	var buf [128]byte
 	names := buf[:0]
-	conn := oneList(h.PeekAll("Connection"))
+	conn := http1.OneList(h.PeekAll("Connection"))
 	for k := range h.All() {
 		names = appendHop(names, k, conn)
 	}
@@ -334,7 +334,7 @@ func removeHopResponse(h *fasthttp.ResponseHeader) {
 
 // appendHop appends header name k and a 0 byte to names if k is hop-by-hop.
 func appendHop(names, k, conn []byte) []byte {
-	if isHop(k, conn) {
+	if http1.IsHop(k, conn) {
 		names = append(append(names, k...), 0)
 	}
 	return names

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // routeRules are a route's changes to its requests and their upstream
@@ -85,12 +86,12 @@ func (e *headerEdit) apply(h editable) {
 // sets it.
 func (e *headerEdit) drops(k []byte) bool {
 	for _, n := range e.remove {
-		if equalName(k, n) {
+		if http1.EqualName(k, n) {
 			return true
 		}
 	}
 	for _, kv := range e.set {
-		if equalName(k, kv[0]) {
+		if http1.EqualName(k, kv[0]) {
 			return true
 		}
 	}

@@ -94,11 +94,11 @@ type sharedResponse struct {
 // the answer.
 func (sr *sharedResponse) note(k, v []byte) {
 	switch {
-	case equalName(k, "Set-Cookie"):
+	case http1.EqualName(k, "Set-Cookie"):
 		sr.private = true
-	case equalName(k, "Cache-Control"):
+	case http1.EqualName(k, "Cache-Control"):
 		sr.private = sr.private || privateCacheControl(v)
-	case equalName(k, "Vary"):
+	case http1.EqualName(k, "Vary"):
 		for len(v) > 0 {
 			name := v
 			if i := bytes.IndexByte(v, ','); i >= 0 {
@@ -167,7 +167,7 @@ func privateCacheControl(v []byte) bool {
 		for i < len(v) && v[i] != '=' && v[i] != ',' && v[i] != ' ' && v[i] != '\t' {
 			i++
 		}
-		if name := v[start:i]; equalName(name, "private") || equalName(name, "no-store") {
+		if name := v[start:i]; http1.EqualName(name, "private") || http1.EqualName(name, "no-store") {
 			return true
 		}
 		for i < len(v) && (v[i] == ' ' || v[i] == '\t') {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/internal/wstunnel"
 )
 
@@ -238,7 +239,7 @@ func wsRequestHead(f wsHandshakeFrom, host string) []byte {
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, host...), "\r\n"...)
 	for k, v := range f.headers {
-		if equalName(k, "Host") || forwardedHeader(k) || isHop(k, f.connection) || rules != nil && rules.request.drops(k) {
+		if http1.EqualName(k, "Host") || forwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
@@ -261,7 +262,7 @@ func wsSwitchingHead(resp *http.Response, rules *routeRules) []byte {
 	b = append(b, "HTTP/1.1 101 Switching Protocols\r\n"...)
 	conn := []byte(resp.Header.Get("Connection"))
 	for k, vs := range resp.Header {
-		if isHop([]byte(k), conn) || rules != nil && rules.response.drops([]byte(k)) {
+		if http1.IsHop([]byte(k), conn) || rules != nil && rules.response.drops([]byte(k)) {
 			continue
 		}
 		for _, v := range vs {

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // isWebSocket reports whether h is a WebSocket handshake: an HTTP/1.1 GET
@@ -16,8 +17,8 @@ import (
 func isWebSocket(h *fasthttp.RequestHeader) bool {
 	cl := h.ContentLength() // -2: no length and not chunked, so no body
 	return h.IsGet() && h.IsHTTP11() && (cl == 0 || cl == -2) &&
-		hasToken(oneList(h.PeekAll("Upgrade")), "websocket") &&
-		hasToken(oneList(h.PeekAll("Connection")), "upgrade")
+		http1.HasToken(http1.OneList(h.PeekAll("Upgrade")), "websocket") &&
+		http1.HasToken(http1.OneList(h.PeekAll("Connection")), "upgrade")
 }
 
 // serveWebSocket serves a WebSocket handshake on rt on the goroutine
@@ -29,10 +30,10 @@ func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte
 	h := &ctx.Request.Header
 	fwdHost, fwdProto := h.Host(), valueHTTP
 	if trusted { // the client is a trusted proxy: its X-Forwarded-Host and -Proto stand
-		if v := oneList(h.PeekAll("X-Forwarded-Host")); len(v) > 0 {
+		if v := http1.OneList(h.PeekAll("X-Forwarded-Host")); len(v) > 0 {
 			fwdHost = v
 		}
-		if v := oneList(h.PeekAll("X-Forwarded-Proto")); len(v) > 0 {
+		if v := http1.OneList(h.PeekAll("X-Forwarded-Proto")); len(v) > 0 {
 			fwdProto = v
 		}
 	}
@@ -40,7 +41,7 @@ func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte
 		// The origin form, as other requests go upstream: an absolute
 		// form's host would outrank Host, which chose the route.
 		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), headers: h.All(),
-			connection: oneList(h.PeekAll("Connection")), xff: xff, fwdHost: fwdHost, fwdProto: fwdProto, rules: rt.rules}, host)
+			connection: http1.OneList(h.PeekAll("Connection")), xff: xff, fwdHost: fwdHost, fwdProto: fwdProto, rules: rt.rules}, host)
 	})
 	if err != nil {
 		return wsRefuse(ctx, err)
@@ -85,7 +86,7 @@ func wsPassRefusal(ctx *fasthttp.RequestCtx, resp *http.Response, rules *routeRu
 	ctx.SetStatusCode(resp.StatusCode)
 	conn := []byte(resp.Header.Get("Connection"))
 	for k, vs := range resp.Header {
-		if isHop([]byte(k), conn) || k == "Content-Length" {
+		if http1.IsHop([]byte(k), conn) || k == "Content-Length" {
 			continue
 		}
 		for _, v := range vs {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // isStdWebSocket reports whether r, which net/http parsed, is a WebSocket
@@ -15,8 +16,8 @@ import (
 // and whose Connection names upgrade (see isWebSocket).
 func isStdWebSocket(r *http.Request) bool {
 	return r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet && r.ContentLength == 0 &&
-		hasToken([]byte(strings.Join(r.Header.Values("Upgrade"), ", ")), "websocket") &&
-		hasToken([]byte(strings.Join(r.Header.Values("Connection"), ", ")), "upgrade")
+		http1.HasToken([]byte(strings.Join(r.Header.Values("Upgrade"), ", ")), "websocket") &&
+		http1.HasToken([]byte(strings.Join(r.Header.Values("Connection"), ", ")), "upgrade")
 }
 
 // errNoHijack is the error of a handshake whose connection net/http would
