@@ -18,16 +18,17 @@ import (
 // limit): the loops' fast path. The client and the target allocate nothing
 // per request, so allocs/op is the gateway's. BenchmarkLoopProxyRules is
 // the same route with rewrite and header rules.
-func BenchmarkLoopProxy(b *testing.B) { benchLoop(b, "") }
+func BenchmarkLoopProxy(b *testing.B) { benchLoop(b, "", "") }
 
 func BenchmarkLoopProxyRules(b *testing.B) {
-	benchLoop(b, `
+	benchLoop(b, "", `
     rewrite: {add_prefix: /api}
     headers: {request: {set: {X-Env: prod}}, response: {remove: [X-Internal]}}`)
 }
 
-// benchLoop runs BenchmarkLoopProxy with more YAML for the route.
-func benchLoop(b *testing.B, more string) {
+// benchLoop runs BenchmarkLoopProxy with more YAML at the top of the
+// configuration (top) and for the route (more).
+func benchLoop(b *testing.B, top, more string) {
 	const answer = "HTTP/1.1 200 OK\r\nContent-Length: 24\r\n\r\nhello from the upstream\n"
 	up := startRaw(b, func(c net.Conn, br *bufio.Reader) {
 		for {
@@ -47,6 +48,7 @@ func benchLoop(b *testing.B, more string) {
 	})
 	gw := startGatewayClock(b, parseConfig(b, `
 server: {engine: loop}
+%s
 upstreams:
   up: {targets: ["http://%s"]}
 routes:
@@ -56,7 +58,7 @@ routes:
       rate_limit: {algorithm: gcra, limit: 100000000, period: 1s, key: ip}
       circuit_breaker: {failure_rate: 0.5, window: {kind: count, size: 100}}
       concurrency: {adaptive: {algorithm: default, min: 16, max: 1024, initial: 256}}%s
-`, up.addr, more), nil)
+`, top, up.addr, more), nil)
 	conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
 	if err != nil {
 		b.Fatal(err)
