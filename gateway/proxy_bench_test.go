@@ -17,15 +17,26 @@ import (
 // scripts/loadtest.sh (rate limit, breaker, adaptive limit) to a loopback
 // upstream: the handler's own work and allocations plus one upstream round
 // trip (the client side is not included).
-func BenchmarkHandle(b *testing.B) {
+func BenchmarkHandle(b *testing.B) { benchHandle(b, benchUpstream(b), "") }
+
+// benchUpstream starts the loopback upstream of BenchmarkHandle, stopped at
+// the benchmark's end, and returns its address.
+func benchUpstream(b *testing.B) net.Addr {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	up := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello from the upstream\n") }}
 	go up.Serve(ln) //nolint:errcheck // ends with the listener
-	defer ln.Close()
+	b.Cleanup(func() { _ = ln.Close() })
+	return ln.Addr()
+}
+
+// benchHandle runs BenchmarkHandle against the upstream at addr, with more
+// YAML at the top of the configuration (top).
+func benchHandle(b *testing.B, addr net.Addr, top string) {
 	cfg, err := config.Parse("bench.yaml", fmt.Appendf(nil, `
+%s
 upstreams:
   up: {targets: ["http://%s"]}
 routes:
@@ -35,7 +46,7 @@ routes:
       rate_limit: {algorithm: gcra, limit: 100000000, period: 1s, key: ip}
       circuit_breaker: {failure_rate: 0.5, window: {kind: count, size: 100}}
       concurrency: {adaptive: {algorithm: default, min: 16, max: 1024, initial: 256}}
-`, ln.Addr()))
+`, top, addr))
 	if err != nil {
 		b.Fatal(err)
 	}
