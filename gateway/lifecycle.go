@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -28,6 +29,10 @@ type lifecycle struct {
 	group *coalesce.Group[string, *sharedResponse] // nil unless the route coalesces
 	retry *retry.Retry                             // nil when the route does not retry
 	admit *sluice.Guard                            // per attempt: breaker, bulkhead, adaptive limit
+	// A WebSocket's admission, split in two: wsHandshake (the breaker)
+	// judges its handshake; wsSlot (bulkhead, adaptive limit) is held while
+	// it is open. Both classify with wsClassify.
+	wsHandshake, wsSlot *sluice.Guard
 	// timeout is the route's timeout (0: none), headWait the upstream's
 	// response_header_timeout (0: none); see headLimit.
 	timeout  time.Duration
@@ -46,30 +51,33 @@ type lifecycle struct {
 // newLifecycle builds the lifecycle of a route whose policies are p, sending
 // to pool.
 func newLifecycle(p *routePolicies, pl *pool, fallback *config.Fallback, clk clock.Clock) *lifecycle {
-	var admit []sluice.Policy
+	var handshake, slot []sluice.Policy
 	if p.breaker != nil {
-		admit = append(admit, p.breaker)
+		handshake = append(handshake, p.breaker)
 	}
 	if p.bulkhead != nil {
-		admit = append(admit, p.bulkhead)
+		slot = append(slot, p.bulkhead)
 	}
 	if p.adaptive != nil {
-		admit = append(admit, p.adaptive)
+		slot = append(slot, p.adaptive)
 	}
+	admit := append(slices.Clip(handshake), slot...)
 	return &lifecycle{
 		rate:  p.rate,
 		group: p.group,
 		retry: p.retry,
 		// Latency samples (adaptive limits, slow calls) are taken on the
 		// gateway's clock, like the policies' windows.
-		admit:    sluice.New(admit...).WithClock(clk).WithClassifier(classify),
-		timeout:  p.timeout,
-		headWait: pl.cfg.ResponseHeaderTimeout.D(),
-		pool:     pl,
-		fallback: fallback,
-		clock:    clk,
-		prio:     p.prio,
-		flow:     p.flow,
+		admit:       sluice.New(admit...).WithClock(clk).WithClassifier(classify),
+		wsHandshake: sluice.New(handshake...).WithClock(clk).WithClassifier(wsClassify),
+		wsSlot:      sluice.New(slot...).WithClock(clk).WithClassifier(wsClassify),
+		timeout:     p.timeout,
+		headWait:    pl.cfg.ResponseHeaderTimeout.D(),
+		pool:        pl,
+		fallback:    fallback,
+		clock:       clk,
+		prio:        p.prio,
+		flow:        p.flow,
 	}
 }
 

@@ -69,13 +69,12 @@ type wsCall struct {
 // After a 101, exactly one of carry and abandon must follow.
 func (g *Gateway) wsOpen(rt *route, head func(host string) []byte) (*wsCall, net.Conn, *http.Response, error) {
 	bg := context.Background()
-	handshake, slot := wsGuards(rt, g)
 	c := &wsCall{g: g, rt: rt}
 	var err error
-	if c.hs, err = handshake.Begin(bg); err != nil {
+	if c.hs, err = rt.life.wsHandshake.Begin(bg); err != nil {
 		return nil, nil, nil, err
 	}
-	if c.slot, err = slot.Begin(bg); err != nil {
+	if c.slot, err = rt.life.wsSlot.Begin(bg); err != nil {
 		c.hs.End(bg, errNoVerdict)
 		return nil, nil, nil, err
 	}
@@ -111,26 +110,6 @@ func (c *wsCall) abandon(up net.Conn) {
 	_ = up.Close()
 	c.g.tunnels.end(nil)
 	c.slot.End(context.Background(), errNoVerdict)
-}
-
-// wsGuards returns the guards of a WebSocket on rt: handshake, of the
-// route's breaker, which judges the handshake; slot, of its concurrency
-// limit, held while the connection is open.
-func wsGuards(rt *route, g *Gateway) (handshake, slot *sluice.Guard) {
-	p := rt.policies
-	var hp, sp []sluice.Policy
-	if p.breaker != nil {
-		hp = append(hp, p.breaker)
-	}
-	if p.bulkhead != nil {
-		sp = append(sp, p.bulkhead)
-	}
-	if p.adaptive != nil {
-		sp = append(sp, p.adaptive)
-	}
-	handshake = sluice.New(hp...).WithClock(g.clock).WithClassifier(wsClassify)
-	slot = sluice.New(sp...).WithClock(g.clock).WithClassifier(wsClassify)
-	return handshake, slot
 }
 
 // wsHandshake sends the client's handshake to a target of rt and reads
