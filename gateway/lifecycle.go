@@ -137,12 +137,8 @@ func (c *call) start(lc *lifecycle, req request, final bool, obs *observation) {
 
 // begin starts an attempt: the route's admission policies admit it (or
 // refuse it with their error; the gateway never retries a refusal, see
-// retryOn), and a target is chosen, avoiding the previous attempt's.
-//
-// The target's passive-health breaker steers the choice away from a failing
-// target; when it refuses, every target is failing (the choice found no
-// better one), and the request goes anyway, unrecorded, rather than failing
-// for certain (Envoy's "panic routing").
+// retryOn), and a target is chosen, avoiding the previous attempt's, with
+// its passive-health permit (see target.permit).
 func (c *call) begin() (attempt, error) {
 	adm, err := c.lc.admit.Begin(c.ctx)
 	if err != nil {
@@ -151,11 +147,7 @@ func (c *call) begin() (attempt, error) {
 	a := attempt{adm: adm, start: time.Now()}
 	a.t = c.lc.pool.choose(c.last)
 	c.last = a.t
-	if a.t.passive != nil {
-		if p, err := a.t.passive.Acquire(context.Background()); err == nil {
-			a.passive = p
-		}
-	}
+	a.passive = a.t.permit()
 	a.t.inflight.Add(1)
 	a.span = c.obs.beginAttempt(a.t, c.retryReason)
 	return a, nil

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
 	"math/rand/v2"
@@ -107,6 +108,19 @@ type pool struct {
 // available reports whether t may be sent a request now.
 func (t *target) available() bool {
 	return t.healthy.Load() && (t.passive == nil || !t.passive.Open())
+}
+
+// permit takes t's passive-health permit for an attempt. When the breaker
+// refuses, every target is failing (choose found no better one), and the
+// attempt goes anyway, unrecorded (the zero Permit), rather than failing
+// for certain (Envoy's "panic routing").
+func (t *target) permit() sluice.Permit {
+	if t.passive != nil {
+		if p, err := t.passive.Acquire(context.Background()); err == nil {
+			return p
+		}
+	}
+	return sluice.Permit{}
 }
 
 // choose returns a target for the next attempt, preferring one other than

@@ -120,23 +120,16 @@ func (c *wsCall) abandon(up net.Conn) {
 // outcome.
 func (g *Gateway) wsHandshake(rt *route, head func(host string) []byte) (net.Conn, *http.Response, error) {
 	t := rt.pool.choose(nil)
-	var permit sluice.Permit
-	if t.passive != nil {
-		if p, err := t.passive.Acquire(context.Background()); err == nil {
-			permit = p
-		}
-	}
+	permit := t.permit()
 	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.client.Addr))
 	if err != nil {
 		ue := upstreamError(t, err)
-		permit.Done(sluice.Outcome{Class: classify(context.Background(), ue), Err: ue})
+		o, _ := attemptResult(0, nil, ue)
+		permit.Done(o)
 		return nil, nil, ue
 	}
-	if resp.StatusCode >= 500 {
-		permit.Done(sluice.Outcome{Class: sluice.Failure, Err: &StatusError{StatusCode: resp.StatusCode}})
-	} else {
-		permit.Done(sluice.Outcome{Class: sluice.Success})
-	}
+	o, _ := attemptResult(resp.StatusCode, nil, nil)
+	permit.Done(o)
 	return conn, resp, nil
 }
 
