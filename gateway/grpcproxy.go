@@ -199,9 +199,9 @@ func (c *grpcCall) attempt(ctx context.Context, a *attempt) error {
 func (c *grpcCall) exchange(ctx context.Context, t *target) error {
 	out, err := c.request(ctx, t)
 	if err != nil {
-		return &UpstreamError{Target: t.url, Err: err}
+		return &UpstreamError{Target: t.URL, Err: err}
 	}
-	tr := t.h2 // an h2 or h2c upstream's own transport
+	tr := t.H2 // an h2 or h2c upstream's own transport
 	if tr == nil {
 		tr = c.rt.pool.grpcTransport()
 	}
@@ -242,7 +242,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 		c.sent = true
 	}
 	scheme := "http://"
-	if t.client.IsTLS {
+	if t.Client.IsTLS {
 		scheme = "https://"
 	}
 	uri := c.r.URL.RequestURI()
@@ -253,7 +253,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 			uri += "?" + q
 		}
 	}
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.client.Addr+uri, body)
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.Client.Addr+uri, body)
 	if err != nil {
 		return nil, err
 	}
@@ -420,17 +420,17 @@ func (p *pool) grpcTransport() *http.Transport {
 		protos := new(http.Protocols)
 		protos.SetHTTP2(true)
 		protos.SetUnencryptedHTTP2(true)
-		d := &net.Dialer{Timeout: p.cfg.ConnectTimeout.D()}
+		d := &net.Dialer{Timeout: p.Config().ConnectTimeout.D()}
 		tr := &http.Transport{
 			Protocols:             protos,
 			DialContext:           d.DialContext,
-			ResponseHeaderTimeout: p.cfg.ResponseHeaderTimeout.D(),
-			IdleConnTimeout:       p.cfg.IdleTimeout.D(),
+			ResponseHeaderTimeout: p.Config().ResponseHeaderTimeout.D(),
+			IdleConnTimeout:       p.Config().IdleTimeout.D(),
 			DisableCompression:    true,
 		}
-		for _, t := range p.targets {
-			if t.client.TLSConfig != nil {
-				tr.TLSClientConfig = t.client.TLSConfig.Clone()
+		for _, t := range p.Targets() {
+			if t.Client.TLSConfig != nil {
+				tr.TLSClientConfig = t.Client.TLSConfig.Clone()
 				break
 			}
 		}

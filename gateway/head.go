@@ -120,8 +120,8 @@ func (h *reqHead) PeekAt(name string, i int) []byte {
 func (h *reqHead) close() bool { return http1.HasToken(h.connection, "close") }
 
 // replayable reports whether the request may be sent twice (see
-// replayable in roundtrip.go).
-func (h *reqHead) replayable() bool { return idempotent(h.method) || h.idemKey }
+// replayable in internal/upstream).
+func (h *reqHead) replayable() bool { return http1.Idempotent(h.method) || h.idemKey }
 
 // appendRequest appends the request h, whose body is body, as it goes to a
 // target at addr: its hop-by-hop headers (those the Connection header names

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // loopBody is the largest request body the loops take: a larger one, or
@@ -453,7 +454,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	}
 	// The loops hold the whole body: only the method makes a request one
 	// that a failed attempt ends.
-	cc.call.start(rt.life, &cc.head, !idempotent(h.method), &cc.obs)
+	cc.call.start(rt.life, &cc.head, !http1.Idempotent(h.method), &cc.obs)
 	cc.deadline = time.Time{}
 	cc.attempt()
 }

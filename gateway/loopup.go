@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/internal/http1"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // maxResponseHeader bounds a response's headers read on a loop.
@@ -41,7 +42,7 @@ func (l *loop) takeIdle(t *target, now time.Time) *upConn {
 	for len(conns) > 0 {
 		up := conns[len(conns)-1]
 		conns = conns[:len(conns)-1]
-		if now.Sub(up.idleSince) < t.client.MaxIdleConnDuration {
+		if now.Sub(up.idleSince) < t.Client.MaxIdleConnDuration {
 			l.idle[t] = conns
 			return up
 		}
@@ -65,7 +66,7 @@ func (l *loop) putIdle(up *upConn) {
 func dial(cc *clientConn, t *target) {
 	up := &upConn{l: cc.l, t: t, cc: cc}
 	cc.up = up
-	el, addr, timeout := cc.c.EventLoop(), t.client.Addr, t.connect
+	el, addr, timeout := cc.c.EventLoop(), t.Client.Addr, t.Connect
 	go func() {
 		nc, err := net.DialTimeout("tcp", addr, timeout)
 		if err == nil {
@@ -111,7 +112,7 @@ func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
 	l := cc.l
 	tp, ts := cc.att.span.Headers()
-	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, cc.trusted, up.t.client.Addr, cc.body, cc.rt.rules, cc.obs.id, tp, ts)
+	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, cc.trusted, up.t.Client.Addr, cc.body, cc.rt.rules, cc.obs.id, tp, ts)
 	if err := l.write(up.c); err != nil {
 		up.abandon()
 		cc.upstreamDone(nil, upstreamError(up.t, err))
@@ -199,8 +200,8 @@ func (up *upConn) traffic() gnet.Action {
 				return up.forward(&h, buf[hlen:need], need, len(buf) == need)
 			}
 		}
-		if bothFramings(buf[:hlen]) {
-			return up.fail(errFraming)
+		if http1.BothFramings(buf[:hlen]) {
+			return up.fail(http1.ErrFraming)
 		}
 		resp.Reset()
 		resp.Header.SetNoDefaultContentType(true)
@@ -297,9 +298,9 @@ func (up *upConn) stream(hlen, cl int) gnet.Action {
 		cc.streamDeadline = cc.att.start.Add(d) // the timeout bounds the body too
 	}
 	br := bufio.NewReader(nc)
-	body := newConnBody(br, cl)
-	body.conn, body.trip = nc, trip{deadline: cc.streamDeadline, wait: up.t.wait}
-	body.start(br, keep, func(reuse bool) { cc.streamReuse = reuse && br.Buffered() == 0 })
+	body := upstream.NewConnBody(br, cl)
+	body.Start(br, nc, upstream.Trip{Deadline: cc.streamDeadline, Wait: up.t.Wait}, keep,
+		func(reuse bool) { cc.streamReuse = reuse && br.Buffered() == 0 })
 	cc.ctx.Response.SetBodyStream(body, cl)
 	cc.upstreamDone(&cc.ctx.Response, nil)
 	return gnet.Close

@@ -119,9 +119,9 @@ func (c *wsCall) abandon(up net.Conn) {
 // response-header timeout bound it; the target's passive health learns its
 // outcome.
 func (g *Gateway) wsHandshake(rt *route, head func(host string) []byte) (net.Conn, *http.Response, error) {
-	t := rt.pool.choose(nil)
-	permit := t.permit()
-	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.client.Addr))
+	t := rt.pool.Choose(nil)
+	permit := t.Permit()
+	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.Client.Addr))
 	if err != nil {
 		ue := upstreamError(t, err)
 		o, _ := attemptResult(0, nil, ue)
@@ -141,24 +141,24 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 	if limit > 0 {
 		deadline = time.Now().Add(limit)
 	}
-	d := net.Dialer{Timeout: t.connect, Deadline: deadline}
-	conn, err := d.Dial("tcp", t.client.Addr)
+	d := net.Dialer{Timeout: t.Connect, Deadline: deadline}
+	conn, err := d.Dial("tcp", t.Client.Addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if t.client.IsTLS {
+	if t.Client.IsTLS {
 		cfg := &tls.Config{}
-		if t.client.TLSConfig != nil {
-			cfg = t.client.TLSConfig.Clone()
+		if t.Client.TLSConfig != nil {
+			cfg = t.Client.TLSConfig.Clone()
 		}
 		if cfg.ServerName == "" {
-			cfg.ServerName, _, _ = net.SplitHostPort(t.client.Addr)
+			cfg.ServerName, _, _ = net.SplitHostPort(t.Client.Addr)
 		}
 		cfg.NextProtos = []string{"http/1.1"} // a WebSocket upgrade is HTTP/1.1's
 		conn = tls.Client(conn, cfg)
 	}
-	if limit <= 0 && t.wait > 0 {
-		deadline = time.Now().Add(t.wait)
+	if limit <= 0 && t.Wait > 0 {
+		deadline = time.Now().Add(t.Wait)
 	}
 	_ = conn.SetDeadline(deadline)
 	br := bufio.NewReader(conn)
