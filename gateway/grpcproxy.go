@@ -264,7 +264,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 	}
 	conn := []byte(strings.Join(c.r.Header.Values("Connection"), ", "))
 	for k, vs := range c.r.Header {
-		if http1.IsHop([]byte(k), conn) || forwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
+		if http1.IsHop([]byte(k), conn) || http1.ForwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
 			continue
 		}
 		out.Header[k] = vs

@@ -111,8 +111,12 @@ func (up *upConn) dialFailed(err error) {
 func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
 	l := cc.l
-	tp, ts := cc.att.span.Headers()
-	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, cc.trusted, up.t.Client.Addr, cc.body, cc.rt.rules, cc.obs.id, tp, ts)
+	f := http1.Forward{Addr: up.t.Client.Addr, XFF: cc.xff, Trusted: cc.trusted, ID: cc.obs.id}
+	f.Traceparent, f.Tracestate = cc.att.span.Headers()
+	if rules := cc.rt.rules; rules != nil {
+		f.Rewrite, f.Edit = (*pathRewrite)(rules), (*lineEdit)(&rules.request)
+	}
+	l.out.b = http1.AppendRequest(l.out.b[:0], &cc.head, &f, cc.body)
 	if err := l.write(up.c); err != nil {
 		up.abandon()
 		cc.upstreamDone(nil, upstreamError(up.t, err))
@@ -147,7 +151,7 @@ func (up *upConn) closed() {
 		return
 	}
 	cc.up = nil
-	if !up.got && !cc.replayed && cc.head.replayable() {
+	if !up.got && !cc.replayed && cc.head.Replayable() {
 		cc.replayed = true
 		cc.send()
 		return
@@ -184,14 +188,14 @@ func (up *upConn) traffic() gnet.Action {
 			}
 			return gnet.None
 		}
-		var h respHead
-		if parseResponse(buf[:hlen], &h) && h.code < 500 {
+		var h http1.Response
+		if http1.ParseResponse(buf[:hlen], &h) && h.Code() < 500 {
 			need := -1
-			switch http1.ResponseBody(cc.ctx.IsHead(), h.code, h.cl) {
+			switch http1.ResponseBody(cc.ctx.IsHead(), h.Code(), h.ContentLength()) {
 			case http1.BodyNone:
 				need = hlen
 			case http1.BodyWhole:
-				need = hlen + h.cl
+				need = hlen + h.ContentLength()
 			}
 			if need >= 0 {
 				if len(buf) < need {
@@ -247,12 +251,12 @@ func (up *upConn) traffic() gnet.Action {
 // client as it came (see clientConn.forward): the attempt succeeded. It
 // keeps up for the next request unless keep is false or the target closes
 // it.
-func (up *upConn) forward(h *respHead, body []byte, n int, keep bool) gnet.Action {
+func (up *upConn) forward(h *http1.Response, body []byte, n int, keep bool) gnet.Action {
 	cc := up.cc
 	cc.up = nil
-	cc.upstreamEnded(h.code)
+	cc.upstreamEnded(h.Code())
 	cc.forward(h, body)
-	return up.done(n, keep && !h.close())
+	return up.done(n, keep && !h.Close())
 }
 
 // done consumes the n bytes of up's response, and keeps up for the next

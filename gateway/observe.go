@@ -46,7 +46,7 @@ var (
 	hdrTracestate  = []byte("Tracestate")
 )
 
-// headerReader reads a request header: reqHead on the loops,
+// headerReader reads a request header: http1.Request on the loops,
 // fasthttp.RequestHeader on the goroutine engine.
 type headerReader interface {
 	Peek(name string) []byte

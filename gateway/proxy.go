@@ -306,7 +306,7 @@ func removeHopRequest(h *fasthttp.RequestHeader) {
 	names := buf[:0]
 	conn := http1.OneList(h.PeekAll("Connection"))
 	for k := range h.All() {
-		if forwardedHeader(k) {
+		if http1.ForwardedHeader(k) {
 			names = append(append(names, k...), 0)
 			continue
 		}
@@ -362,6 +362,10 @@ func upstreamError(t *target, err error) *UpstreamError {
 	}
 	return ue
 }
+
+// http11 is the version the gateway speaks, to targets and clients alike
+// (RFC 9110 section 6.2), whatever theirs.
+var http11 = []byte("HTTP/1.1")
 
 // releaseResponse closes a streamed body and frees the response.
 func releaseResponse(resp *fasthttp.Response) {

@@ -211,7 +211,7 @@ func wsRequestHead(f wsHandshakeFrom, host string) []byte {
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, host...), "\r\n"...)
 	for k, v := range f.headers {
-		if http1.EqualName(k, "Host") || forwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) {
+		if http1.EqualName(k, "Host") || http1.ForwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
