@@ -33,8 +33,8 @@ type Options struct {
 	Clock clock.Clock
 	// Log receives the active checks' verdict changes; nil discards them.
 	Log *slog.Logger
-	// Metrics returns the Metrics of the target at url; nil records
-	// nothing.
+	// Metrics returns the Metrics of the target at url; nil (or a nil
+	// Metrics returned) records nothing.
 	Metrics func(url string) Metrics
 }
 
@@ -105,7 +105,9 @@ func New(name string, cfg *config.Upstream, o Options) (*Pool, error) {
 		t := &Target{URL: raw, Client: hostClient(urls[i], maxConns, cfg.IdleTimeout.D(), cfg.ConnectTimeout.D(), o.TLS), H2: p.h2,
 			Wait: cfg.ResponseHeaderTimeout.D(), Connect: cfg.ConnectTimeout.D(), Metrics: noMetrics{}}
 		if o.Metrics != nil {
-			t.Metrics = o.Metrics(raw)
+			if m := o.Metrics(raw); m != nil {
+				t.Metrics = m
+			}
 		}
 		t.healthy.Store(true)
 		b, err := breaker.New(breaker.Options{
