@@ -177,6 +177,14 @@ type Server struct {
 	// byte passed either way for this long, with a close frame 1001 to
 	// both ends. Default 5m.
 	WebSocketIdleTimeout Duration `yaml:"websocket_idle_timeout"`
+	// GRPCIdleTimeout ends a gRPC call through which no byte passed either
+	// way (no message from the client, none from the upstream) for this
+	// long: the client gets DEADLINE_EXCEEDED (grpc-message idle_timeout),
+	// the upstream's stream is reset, and the route's concurrency slot is
+	// released; the route's policies learn nothing of the upstream from
+	// it, since either side may be the silent one. It bounds every call,
+	// with or without a grpc-timeout. Default 5m.
+	GRPCIdleTimeout Duration `yaml:"grpc_idle_timeout"`
 	// HTTP2 holds the limits of HTTP/2 connections (TLS and h2c).
 	// MaxHeaderBytes bounds an HTTP/2 request's header list too.
 	HTTP2 HTTP2 `yaml:"http2"`

@@ -39,6 +39,8 @@ import (
 //     timeout), and only while nothing of the answer was sent: their
 //     request is read whole first (up to maxReplayBody) and their answer
 //     too (up to maxReplayBody, then it streams and is final);
+//   - a call through which no byte passed either way for
+//     server.grpc_idle_timeout ends with DEADLINE_EXCEEDED (see grpcIdle);
 //   - a static fallback never answers a gRPC call.
 //
 // Calls go upstream over HTTP/2, whatever the upstream's protocol: over
@@ -66,6 +68,7 @@ type grpcCall struct {
 	// flight's span (nil when tracing is off).
 	obs  *observation
 	span *tracing.Attempt
+	idle *grpcIdle // ends the call after server.grpc_idle_timeout without a byte
 }
 
 // heldAnswer is an upstream's gRPC answer read whole.
@@ -93,11 +96,16 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	// stream may last.
 	dl, _ := ctx.Deadline() // zero: none
 	_ = http.NewResponseController(w).SetReadDeadline(dl)
-	in := newClientBody(r.Body, st.cfg.Server.MaxBodyBytes)
-	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in, obs: obs}
+	// ... and by server.grpc_idle_timeout, whatever its deadline.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := watchGRPCIdle(rt.life.clock, st.cfg.Server.GRPCIdleTimeout.D(), cancel, r.Body)
+	defer idle.stop()
+	in := newClientBody(idle.reader(r.Body), st.cfg.Server.MaxBodyBytes)
+	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in, obs: obs, idle: idle}
 	c.fwdHost, c.fwdProto = stdForwarded(r, st)
 	if rt.policies.retry != nil && rt.grpc.idempotent(r.URL.Path) {
-		if reason := c.readRequest(); reason != "" {
+		if reason := c.readRequest(ctx); reason != "" {
 			return reason
 		}
 	}
@@ -107,7 +115,7 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	case c.held != nil:
 		c.sendHeld()
 	default:
-		return writeGRPCError(w, err)
+		return writeGRPCError(w, grpcIdleCause(ctx, err))
 	}
 	_, reason := answer.GRPCClassify(err)
 	return reason
@@ -154,11 +162,12 @@ func sleepCtx(ctx context.Context, lc *lifecycle, d time.Duration) bool {
 
 // readRequest reads the call's request whole, so that it can be sent
 // again, up to maxReplayBody: a longer one streams, and the call is sent
-// once. It answers and returns the reason when the request cannot be read.
-func (c *grpcCall) readRequest() string {
+// once. It answers and returns the reason when the request cannot be read
+// (or the call, ctx, ended idle meanwhile).
+func (c *grpcCall) readRequest(ctx context.Context) string {
 	b, err := io.ReadAll(io.LimitReader(c.in, maxReplayBody+1))
 	if err != nil {
-		return writeGRPCError(c.w, err) // errClientBody, or errBodyTooLarge
+		return writeGRPCError(c.w, grpcIdleCause(ctx, err)) // errClientBody, errBodyTooLarge or errGRPCIdle
 	}
 	if len(b) > maxReplayBody {
 		c.rest = io.MultiReader(bytes.NewReader(b), c.in)
@@ -210,6 +219,7 @@ func (c *grpcCall) exchange(ctx context.Context, t *target) error {
 		return transportError(ctx, t, err)
 	}
 	defer resp.Body.Close()
+	resp.Body = c.idle.reader(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplayBody))
 		ra, _ := answer.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -380,9 +390,13 @@ func copyEndToEnd(dst, src http.Header) {
 }
 
 // transportError is the error of an attempt to t that the transport failed
-// with err: the client's own (its request broke off, or passed
-// server.max_body_bytes) as it is, else the upstream's.
+// with err: errGRPCIdle when the call ended idle, the client's own (its
+// request broke off, or passed server.max_body_bytes) as it is, else the
+// upstream's.
 func transportError(ctx context.Context, t *target, err error) error {
+	if err := grpcIdleCause(ctx, nil); err != nil {
+		return err
+	}
 	if errors.Is(err, errClientBody) {
 		return err
 	}
