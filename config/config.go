@@ -584,8 +584,24 @@ type Fallback struct {
 	ContentType string `yaml:"content_type"`
 	// Body of the static answer. Default empty.
 	Body string `yaml:"body"`
+	// GRPCStatus is the grpc-status of the static answer to a gRPC call,
+	// which is a gRPC answer (HTTP 200): a code's name as gRPC spells it
+	// (UNAVAILABLE, OK, NOT_FOUND, ...) or its number, 0 to 16. Default
+	// UNAVAILABLE. With OK, the answer carries one message: Body, the
+	// message's protobuf encoding, when ContentType is application/grpc
+	// (YAML's "\x0a\x02hi" escapes write any byte), else an empty
+	// message (every field its default); then the OK status.
+	GRPCStatus string `yaml:"grpc_status"`
+	// GRPCMessage is the grpc-message of the static answer to a gRPC
+	// call. Default: the failure's reason (circuit_open, timeout, ...), as
+	// the gateway's own gRPC answers name it; none with OK.
+	GRPCMessage string `yaml:"grpc_message"`
+	// GRPCCode is GRPCStatus's number (-1 when it names none). Set by
+	// Parse and Load.
+	GRPCCode int `yaml:"-"`
 	// Static reports whether the static answer is the last level: when
-	// status, content_type or body is given, or when neither upstream nor
+	// status, content_type, body, grpc_status or grpc_message is given, or
+	// when neither upstream nor
 	// last_good is (a fallback of the static answer alone). Set by Parse
 	// and Load.
 	Static bool `yaml:"-"`

@@ -41,7 +41,11 @@ import (
 //     too (up to maxReplayBody, then it streams and is final);
 //   - a call through which no byte passed either way for
 //     server.grpc_idle_timeout ends with DEADLINE_EXCEEDED (see grpcIdle);
-//   - a static fallback never answers a gRPC call.
+//   - a route's static fallback answers, in gRPC (see grpcFallback and
+//     config.Fallback.GRPCStatus), a call its route could not answer and
+//     one whose upstream's answer is a failing status with nothing sent
+//     before it (held, or Trailers-Only); its other levels (another
+//     upstream, the last good answer) are HTTP's only.
 //
 // Calls go upstream over HTTP/2, whatever the upstream's protocol: over
 // its own transport when it is h2 or h2c, else h2c to http:// targets and
@@ -109,13 +113,19 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 			return reason
 		}
 	}
-	err = c.run(ctx)
+	err = grpcIdleCause(ctx, c.run(ctx))
+	if !c.wrote && err != nil {
+		// The failure, or the upstream's failing answer, replaced.
+		if reason := grpcFallback(w, rt, err); reason != "" {
+			return reason
+		}
+	}
 	switch {
 	case c.wrote:
 	case c.held != nil:
 		c.sendHeld()
 	default:
-		return writeGRPCError(w, grpcIdleCause(ctx, err))
+		return writeGRPCError(w, err)
 	}
 	_, reason := answer.GRPCClassify(err)
 	return reason
@@ -307,8 +317,17 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 // was read of it (read), each read flushed, then its trailers. It returns
 // the answer's grpc-status as an error (see grpcStatus); when the upstream
 // breaks off the answer, the client's answer ends with UNAVAILABLE (or
-// DEADLINE_EXCEEDED) in its trailers.
+// DEADLINE_EXCEEDED) in its trailers. A failing Trailers-Only answer is
+// not sent when the route has a static fallback, which answers instead.
 func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, read []byte) error {
+	if resp.Header.Get(hdrGRPCStatus) != "" && c.rt.life.fallback != nil && c.rt.life.fallback.Static {
+		// Trailers-Only: when it is a failure, nothing was sent of it
+		// and the route's static fallback replaces it.
+		if err := grpcStatus(resp.Header, nil); err != nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplayBody))
+			return err
+		}
+	}
 	h := c.w.Header()
 	c.copyHeader(h, resp.Header)
 	for k := range resp.Trailer { // announced, and sent once the body ends
