@@ -337,11 +337,13 @@ type GRPC struct {
 	// full method names ("/pkg.Service/Method") or whole services
 	// ("/pkg.Service/*"), retried when the route has a retry policy (on
 	// UNAVAILABLE, and on what retry.on names of connect_error and
-	// timeout). A call of any other method is sent once. Name only unary
+	// timeout), and hedged when it hedges and the call's request is one
+	// message (a unary call; never a client or bidirectional stream of
+	// several). A call of any other method is sent once. Name only unary
 	// and client-streaming methods: the gateway reads such a call's
 	// request whole (up to 1 MiB; a longer one is sent once) before it
-	// sends it, and its answer too, so that a retry can replace it.
-	// Default: none.
+	// sends it, and its answer too, so that a retry or a hedge can replace
+	// it. Default: none.
 	Idempotent []string `yaml:"idempotent"`
 }
 

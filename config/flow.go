@@ -32,7 +32,9 @@ const (
 // answer is given and the other attempt is cancelled, its upstream
 // connection closed. Only requests that may be sent twice are hedged: an
 // idempotent method (GET, HEAD, OPTIONS, PUT, DELETE) and a body kept in
-// memory. Each attempt passes the route's circuit breaker and concurrency
+// memory; for gRPC, a unary call of a method the route's grpc.idempotent
+// names (see GRPC), whose answer is good when its grpc-status is no
+// failure. Each attempt passes the route's circuit breaker and concurrency
 // limit and has the route's timeout.
 type Hedge struct {
 	// Delay is how long the first attempt may run before the hedge is
