@@ -7,13 +7,13 @@ import (
 )
 
 // withRequestTrailers makes out, a gRPC call's upstream request, carry the
-// trailers of r, the client's (HTTP/2 allows a request trailers; gRPC's
-// clients seldom send them) as they came. net/http's server keeps them
-// only when r announced one in its Trailer header (out announces the same
-// ones), and refuses a request with a hop-by-hop one. When r's body was read whole (read), they are
-// copied now; else out's body, which ends where r's does, copies them when
-// it ends, once r's are known (net/http's transport reads out's trailers
-// then).
+// trailers of r, the client's, as they came (HTTP/2 lets a request end
+// with trailers; gRPC's clients seldom send any). net/http's server keeps
+// them only when r announced one in its Trailer header (out announces the
+// same ones), and refuses a request with a hop-by-hop one. When r's body
+// was read whole (read), they are copied now; else out's body, which ends
+// where r's does, copies them when it ends, once r's are known (net/http's
+// transport reads out's trailers then).
 func withRequestTrailers(out, r *http.Request, read bool) {
 	if len(r.Trailer) == 0 {
 		return
