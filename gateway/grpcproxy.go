@@ -66,8 +66,8 @@ type grpcCall struct {
 	body              []byte      // the request, read whole when the call may be retried
 	rest              io.Reader   // the request when it streams
 	sent              bool        // rest was given to an attempt
-	// hold: the call may be retried, so an answer is read whole before any
-	// of it is sent.
+	// hold: the call may be retried or hedged, so an answer is read whole
+	// before any of it is sent.
 	hold  bool
 	held  *heldAnswer  // the last attempt's answer, read whole
 	wrote bool         // an answer was sent to the client (headers at least)
