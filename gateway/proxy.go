@@ -300,7 +300,7 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 // removeHopRequest also deletes every X-Forwarded-For, -Host and -Proto
 // header, which prepare then sets once: a client's duplicates must not reach
 // the upstream beside the gateway's values; and every Forwarded header
-// (see forwardedHeader).
+// (see http1.ForwardedHeader).
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]
