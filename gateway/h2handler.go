@@ -56,10 +56,17 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's
 // method, target, host (r.Host) and headers, and r's body as its stream.
+// A target that starts with several slashes starts with one, as the
+// HTTP/1.1 engines' paths do (an HTTP/2 request names its host in
+// :authority, never in its target).
 func toFast(req *fasthttp.Request, r *http.Request) {
 	h := &req.Header
 	h.SetMethod(r.Method)
-	h.SetRequestURI(r.RequestURI)
+	uri := r.RequestURI
+	for len(uri) > 1 && uri[0] == '/' && uri[1] == '/' {
+		uri = uri[1:]
+	}
+	h.SetRequestURI(uri)
 	h.SetProtocolBytes(http11)
 	h.SetHost(r.Host)
 	for k, vs := range r.Header {

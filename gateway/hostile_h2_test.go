@@ -318,3 +318,31 @@ func TestNoInventedContentType(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTP2DoubleSlashPathRouted sends GET //x over HTTP/1.1 (with a Host)
+// and over HTTP/2 (:authority names the host): both are routed and reach
+// the upstream with the path /x, which the engines make of //x. (The HTTP/2 request was refused with a
+// 400: the check for an HTTP/1.1 request without Host that names its host
+// in a target of //host looked for a Host line among raw headers that an
+// HTTP/2 request has none of.)
+func TestHTTP2DoubleSlashPathRouted(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		if r := exchangeRaw(t, tg.Addr, "GET //h1 HTTP/1.1\r\nHost: a.test\r\n\r\n", 1); r[0].Code != http.StatusOK {
+			t.Errorf("HTTP/1.1 GET //h1: %d, want 200", r[0].Code)
+		}
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "//h2")
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Errorf("HTTP/2 GET //h2: %s, want 200", st)
+		}
+		var targets []string
+		for _, r := range u.requests() {
+			targets = append(targets, r.Target)
+		}
+		if want := []string{"/h1", "/h2"}; fmt.Sprint(targets) != fmt.Sprint(want) {
+			t.Errorf("the upstream saw targets %q, want %q", targets, want)
+		}
+	})
+}
