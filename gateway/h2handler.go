@@ -37,9 +37,12 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !httpguts.ValidHostHeader(r.Host) {
+	if !httpguts.ValidHostHeader(r.Host) || !oneLength(r.Header["Content-Length"]) {
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
-		// request gets it as Host, would lose the path to it.
+		// request gets it as Host, would lose the path to it. It takes the
+		// first of several content-length fields, too, where another
+		// reader would take the last: a request whose fields disagree is
+		// malformed (RFC 9113 section 8.1.1).
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
 		var o observation
 		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
@@ -52,6 +55,17 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.g.handle(ctx)
 	e.writeBack(w, r, rc, &ctx.Response)
+}
+
+// oneLength reports whether a request's content-length fields vs, if any,
+// all say the same length.
+func oneLength(vs []string) bool {
+	for _, v := range vs[min(1, len(vs)):] {
+		if v != vs[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's

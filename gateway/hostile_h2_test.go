@@ -346,3 +346,43 @@ func TestHTTP2DoubleSlashPathRouted(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTP2ConflictingContentLengthRefused sends HTTP/2 requests with two
+// content-length fields that disagree, with a body of the first's length
+// and of the second's: each is malformed (RFC 9113 section 8.1.1) and
+// refused, with a 400 or a stream reset, and the upstream sees none. Two
+// that agree are one length, and pass. (net/http's server took the first
+// and the gateway sent both upstream, where a reader taking the last would
+// frame the body otherwise.)
+func TestHTTP2ConflictingContentLengthRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		h := dialH2(t, tg.Addr)
+		for i, body := range []string{"hello", "hello world"} {
+			id := uint32(1 + 2*i)
+			h.headers(t, id, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/cl",
+				"content-length", "5", "content-length", "11")
+			if err := h.fr.WriteData(id, true, []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+			if st, _ := h.read(t, id); st != "400" && !strings.HasPrefix(st, "RST") {
+				t.Errorf("content-length 5 and 11, a body of %d bytes: %s, want 400 or a reset", len(body), st)
+			}
+		}
+		for _, r := range u.requests() {
+			t.Errorf("the upstream saw %s %s with Content-Length %q and body %q", r.Method, r.Target, r.Header.Values("Content-Length"), r.Body)
+		}
+		h.headers(t, 5, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/same",
+			"content-length", "5", "content-length", "5")
+		if err := h.fr.WriteData(5, true, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 5); st != "200" {
+			t.Errorf("content-length 5 twice: %s, want 200", st)
+		}
+		if seen := u.requests(); len(seen) != 1 || seen[0].Body != "hello" || fmt.Sprint(seen[0].Header.Values("Content-Length")) != "[5]" {
+			t.Errorf("the upstream saw %+v, want one request with one Content-Length 5 and body hello", seen)
+		}
+	})
+}
