@@ -69,10 +69,11 @@ func oneLength(vs []string) bool {
 }
 
 // toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's
-// method, target, host (r.Host) and headers, and r's body as its stream.
-// A target that starts with several slashes starts with one, as the
-// HTTP/1.1 engines' paths do (an HTTP/2 request names its host in
-// :authority, never in its target).
+// method, target, host (r.Host) and headers, and r's body as its stream,
+// which ends with the trailers r announced (see trailedBody). A target
+// that starts with several slashes starts with one, as the HTTP/1.1
+// engines' paths do (an HTTP/2 request names its host in :authority,
+// never in its target).
 func toFast(req *fasthttp.Request, r *http.Request) {
 	h := &req.Header
 	h.SetMethod(r.Method)
@@ -94,10 +95,59 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 			h.Add(k, v)
 		}
 	}
-	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		// Not a Closer: fasthttp closes the stream it replaces (prepare
-		// does), and net/http closes r.Body itself once ServeHTTP returns.
-		req.SetBodyStream(struct{ io.Reader }{r.Body}, int(r.ContentLength)) // -1: of unknown length
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	// Not a Closer: fasthttp closes the stream it replaces (prepare
+	// does), and net/http closes r.Body itself once ServeHTTP returns.
+	var body io.Reader = struct{ io.Reader }{r.Body}
+	size := int(r.ContentLength) // -1: of unknown length
+	if announceTrailers(h, r.Trailer) {
+		body, size = &trailedBody{r: r, h: h}, -1 // chunked, for its trailer section
+	}
+	req.SetBodyStream(body, size)
+}
+
+// announceTrailers announces on h the trailers of trailer (a request's
+// Trailer, its values not yet read) that an HTTP/1.1 trailer section may
+// carry, and reports whether there was any. (net/http keeps only the
+// trailers a request announced in its Trailer header; it drops others.)
+func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) bool {
+	some := false
+	for k := range trailer {
+		some = h.AddTrailer(k) == nil || some // fasthttp refuses the forbidden ones
+	}
+	return some
+}
+
+// trailedBody is the body of a request with trailers: once r's body ends,
+// r's trailers are set on h, whose trailer section fasthttp then writes.
+type trailedBody struct {
+	r *http.Request
+	h *fasthttp.RequestHeader
+}
+
+func (b *trailedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Body.Read(p)
+	if errors.Is(err, io.EOF) {
+		for k, vs := range b.r.Trailer {
+			for _, v := range vs {
+				b.h.Add(k, v)
+			}
+		}
+	}
+	return n, err
+}
+
+// reannounceTrailers announces again, for target t, the trailers of req's
+// body when it is a trailedBody, on req's header, from which
+// removeHopRequest removed the Trailer header (the client's announcement,
+// which the gateway's own replaces). Only an HTTP/1.1 target is sent
+// them: the request of an h2 or h2c target (h2Request) carries no
+// trailers.
+func reannounceTrailers(req *fasthttp.Request, t *target) {
+	if b, ok := req.BodyStream().(*trailedBody); ok && t.h2 == nil {
+		announceTrailers(b.h, b.r.Trailer)
 	}
 }
 

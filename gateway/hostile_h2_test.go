@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -383,6 +385,48 @@ func TestHTTP2ConflictingContentLengthRefused(t *testing.T) {
 		}
 		if seen := u.requests(); len(seen) != 1 || seen[0].Body != "hello" || fmt.Sprint(seen[0].Header.Values("Content-Length")) != "[5]" {
 			t.Errorf("the upstream saw %+v, want one request with one Content-Length 5 and body hello", seen)
+		}
+	})
+}
+
+// TestHTTP2RequestTrailersForwarded sends an HTTP/2 request whose body
+// ends with the trailers its Trailer header announced: an HTTP/1.1
+// upstream receives them as the trailer section of a chunked body. (They
+// were dropped. Trailers a request does not announce net/http's server
+// drops itself.)
+func TestHTTP2RequestTrailersForwarded(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		type seen struct {
+			body    string
+			trailer http.Header
+		}
+		got := make(chan seen, 1)
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			serveRequests(c, br, func(r *http.Request) bool {
+				b, _ := io.ReadAll(r.Body)
+				got <- seen{string(b), r.Trailer}
+				_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				return err == nil
+			})
+		})
+		tg := gatewayTo(t, engine, up.addr)
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/t",
+			"trailer", "x-checksum, x-count", "content-length", "5")
+		if err := h.fr.WriteData(1, false, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		h.headers(t, 1, true, "x-checksum", "abc", "x-count", "1")
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("a POST with trailers: %s", st)
+		}
+		select {
+		case s := <-got:
+			if s.body != "hello" || s.trailer.Get("X-Checksum") != "abc" || s.trailer.Get("X-Count") != "1" {
+				t.Errorf("the upstream got body %q and trailers %v, want hello and X-Checksum: abc, X-Count: 1", s.body, s.trailer)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("the upstream saw no request")
 		}
 	})
 }
