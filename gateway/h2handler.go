@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,8 +28,9 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = new(fasthttp.RequestCtx)
 	}
 	defer e.ctxs.Put(ctx)
-	rc := http.NewResponseController(w)
-	conn := &h2Conn{remote: tcpAddr(r.RemoteAddr), tls: r.TLS, rc: rc, gone: r.Context().Done(), stop: make(chan struct{})}
+	conn := &h2Conn{tls: r.TLS, rc: *http.NewResponseController(w), gone: r.Context().Done(), stop: make(chan struct{})}
+	conn.setRemote(r.RemoteAddr)
+	rc := &conn.rc
 	ctx.Init2(conn, fasthttpLogger{e.g.log}, true)
 	ctx.Request.Reset()
 	ctx.Response.Reset()
@@ -156,17 +158,7 @@ func reannounceTrailers(req *fasthttp.Request, t *target) {
 // write bounded by server.write_timeout.
 func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, resp *fasthttp.Response) {
 	wh := w.Header()
-	var conn []byte
-	resp.Header.VisitAll(func(k, v []byte) {
-		if http1.EqualName(k, "Connection") {
-			conn = append(conn, v...)
-		}
-	})
-	resp.Header.VisitAll(func(k, v []byte) {
-		if !http1.IsHop(k, conn) && !http1.EqualName(k, "Content-Length") && !http1.EqualName(k, "Date") {
-			wh[http.CanonicalHeaderKey(string(k))] = append(wh[http.CanonicalHeaderKey(string(k))], string(v))
-		}
-	})
+	copyHeader(wh, &resp.Header)
 	if r.ProtoMajor == 1 && resp.ConnectionClose() {
 		wh.Set("Connection", "close")
 	}
@@ -216,6 +208,50 @@ func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.Re
 	}
 }
 
+// copyHeader adds h's end-to-end headers but Content-Length and Date (which
+// net/http's server sets) to wh. Their names and values are cut from one
+// string, and the values' slices from one array: a response's headers cost
+// two allocations (and the map's), not three each.
+func copyHeader(wh http.Header, h *fasthttp.ResponseHeader) {
+	conn := http1.OneList(h.PeekAll("Connection"))
+	keep := func(k []byte) bool {
+		return !http1.IsHop(k, conn) && !http1.EqualName(k, "Content-Length") && !http1.EqualName(k, "Date")
+	}
+	n, size := 0, 0
+	for k, v := range h.All() {
+		if keep(k) {
+			n, size = n+1, size+len(k)+len(v)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for k, v := range h.All() {
+		if keep(k) {
+			b.Write(k)
+			b.Write(v)
+		}
+	}
+	text := b.String()
+	values := make([]string, n)
+	i, at := 0, 0
+	for k, v := range h.All() {
+		if !keep(k) {
+			continue
+		}
+		name := http.CanonicalHeaderKey(text[at : at+len(k)]) // no copy when canonical, as fasthttp makes them
+		values[i] = text[at+len(k) : at+len(k)+len(v)]
+		if vs, ok := wh[name]; ok {
+			wh[name] = append(vs, values[i])
+		} else {
+			wh[name] = values[i : i+1 : i+1]
+		}
+		i, at = i+1, at+len(k)+len(v)
+	}
+}
+
 // copyBufs holds the buffers response bodies stream through.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
@@ -225,9 +261,10 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // client left (a streamConn, for clientWatch). It is never read or
 // written: the engine does that.
 type h2Conn struct {
-	remote net.Addr
+	remote net.TCPAddr
+	ip     [16]byte // remote.IP's array
 	tls    *tls.ConnectionState
-	rc     *http.ResponseController
+	rc     http.ResponseController
 	gone   <-chan struct{} // the request's context's Done
 	stop   chan struct{}   // closed by SetReadDeadline with a time that has passed
 	once   sync.Once
@@ -240,7 +277,7 @@ func (c *h2Conn) Read([]byte) (int, error)    { return 0, net.ErrClosed }
 func (c *h2Conn) Write([]byte) (int, error)   { return 0, net.ErrClosed }
 func (c *h2Conn) Close() error                { return nil }
 func (c *h2Conn) LocalAddr() net.Addr         { return h2cAddr{} }
-func (c *h2Conn) RemoteAddr() net.Addr        { return c.remote }
+func (c *h2Conn) RemoteAddr() net.Addr        { return &c.remote }
 func (c *h2Conn) SetDeadline(time.Time) error { return nil }
 func (c *h2Conn) SetReadDeadline(t time.Time) error {
 	if !t.IsZero() && t.Before(time.Now()) {
@@ -257,11 +294,19 @@ func overTLS(c net.Conn) bool {
 	return ok && hc.tls != nil
 }
 
-// tcpAddr parses a net/http request's RemoteAddr ("ip:port").
-func tcpAddr(s string) net.Addr {
+// setRemote sets c's peer address from a net/http request's RemoteAddr
+// ("ip:port"); it stays the zero address when s is not one.
+func (c *h2Conn) setRemote(s string) {
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
-		return &net.TCPAddr{}
+		return
 	}
-	return net.TCPAddrFromAddrPort(ap)
+	a, ip := ap.Addr(), c.ip[:]
+	if a.Is4() {
+		v4 := a.As4()
+		ip = ip[:copy(ip, v4[:])]
+	} else {
+		c.ip = a.As16()
+	}
+	c.remote = net.TCPAddr{IP: ip, Port: int(ap.Port()), Zone: a.Zone()}
 }
