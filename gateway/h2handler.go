@@ -104,36 +104,42 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 	// does), and net/http closes r.Body itself once ServeHTTP returns.
 	var body io.Reader = struct{ io.Reader }{r.Body}
 	size := int(r.ContentLength) // -1: of unknown length
-	if announceTrailers(h, r.Trailer) {
-		body, size = &trailedBody{r: r, h: h}, -1 // chunked, for its trailer section
+	if names := announceTrailers(h, r.Trailer); len(names) > 0 {
+		body, size = &trailedBody{r: r, h: h, names: names}, -1 // chunked, for its trailer section
 	}
 	req.SetBodyStream(body, size)
 }
 
 // announceTrailers announces on h the trailers of trailer (a request's
 // Trailer, its values not yet read) that an HTTP/1.1 trailer section may
-// carry, and reports whether there was any. (net/http keeps only the
-// trailers a request announced in its Trailer header; it drops others.)
-func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) bool {
-	some := false
+// carry, and returns their names: end-to-end ones that fasthttp does not
+// refuse (as it refuses Host, Content-Length, Authorization and the like).
+// net/http's HTTP/2 server keeps only the trailers a request announced in
+// its Trailer header; its HTTP/1.1 server keeps any.
+func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
+	var names []string
 	for k := range trailer {
-		some = h.AddTrailer(k) == nil || some // fasthttp refuses the forbidden ones
+		if !http1.IsHop([]byte(k), nil) && h.AddTrailer(k) == nil {
+			names = append(names, k)
+		}
 	}
-	return some
+	return names
 }
 
 // trailedBody is the body of a request with trailers: once r's body ends,
-// r's trailers are set on h, whose trailer section fasthttp then writes.
+// the values of r's trailers named (the ones announced) are set on h, whose
+// trailer section fasthttp then writes.
 type trailedBody struct {
-	r *http.Request
-	h *fasthttp.RequestHeader
+	r     *http.Request
+	h     *fasthttp.RequestHeader
+	names []string
 }
 
 func (b *trailedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Body.Read(p)
 	if errors.Is(err, io.EOF) {
-		for k, vs := range b.r.Trailer {
-			for _, v := range vs {
+		for _, k := range b.names {
+			for _, v := range b.r.Trailer[k] {
 				b.h.Add(k, v)
 			}
 		}
@@ -149,7 +155,9 @@ func (b *trailedBody) Read(p []byte) (int, error) {
 // trailers.
 func reannounceTrailers(req *fasthttp.Request, t *target) {
 	if b, ok := req.BodyStream().(*trailedBody); ok && t.h2 == nil {
-		announceTrailers(b.h, b.r.Trailer)
+		for _, k := range b.names {
+			_ = b.h.AddTrailer(k) // accepted before
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testpki"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -427,6 +429,79 @@ func TestHTTP2RequestTrailersForwarded(t *testing.T) {
 			}
 		case <-time.After(waitLimit):
 			t.Fatal("the upstream saw no request")
+		}
+	})
+}
+
+// TestTLSUnannouncedTrailersNotForwarded sends two HTTP/1.1 requests over
+// TLS on one connection, the first with a chunked body whose trailer
+// section holds its announced X-Checksum and, unannounced, Connection:
+// close: the upstream gets X-Checksum alone in the trailer section, and
+// both requests on one connection. (net/http's HTTP/1.1 server keeps
+// unannounced trailers; each was set on the upstream request once its body
+// ended, so Connection: close made the gateway close the upstream
+// connection after the answer.)
+func TestTLSUnannouncedTrailersNotForwarded(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		type seen struct {
+			conn    string
+			trailer http.Header
+		}
+		got := make(chan seen, 2)
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			serveRequests(c, br, func(r *http.Request) bool {
+				_, _ = io.ReadAll(r.Body)
+				got <- seen{c.RemoteAddr().String(), r.Trailer}
+				_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				return err == nil
+			})
+		})
+		ca := testpki.NewCA(t)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, certList(ca.Server("localhost", "127.0.0.1")), up.addr))
+		tc, err := tls.Dial("tcp", serveTLS(t, tg), &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		_ = tc.SetDeadline(time.Now().Add(waitLimit))
+		br := bufio.NewReader(tc)
+		for _, req := range []string{
+			"POST /t HTTP/1.1\r\nHost: a.test\r\nTrailer: X-Checksum\r\nTransfer-Encoding: chunked\r\n\r\n" +
+				"5\r\nhello\r\n0\r\nX-Checksum: abc\r\nConnection: close\r\n\r\n",
+			"GET /next HTTP/1.1\r\nHost: a.test\r\n\r\n",
+		} {
+			if _, err := io.WriteString(tc, req); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%q: %d", req, resp.StatusCode)
+			}
+		}
+		var s [2]seen
+		for i := range s {
+			select {
+			case s[i] = <-got:
+			case <-time.After(waitLimit):
+				t.Fatalf("the upstream saw %d requests, want 2", i)
+			}
+		}
+		if s[0].trailer.Get("X-Checksum") != "abc" || len(s[0].trailer) != 1 {
+			t.Errorf("the upstream got trailers %v, want X-Checksum: abc alone", s[0].trailer)
+		}
+		if s[0].conn != s[1].conn {
+			t.Errorf("the upstream saw the requests on connections %s and %s, want one", s[0].conn, s[1].conn)
 		}
 	})
 }
