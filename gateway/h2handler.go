@@ -154,7 +154,7 @@ func (b *trailedBody) Read(p []byte) (int, error) {
 // them: the request of an h2 or h2c target (h2Request) carries no
 // trailers.
 func reannounceTrailers(req *fasthttp.Request, t *target) {
-	if b, ok := req.BodyStream().(*trailedBody); ok && t.h2 == nil {
+	if b, ok := req.BodyStream().(*trailedBody); ok && t.H2 == nil {
 		for _, k := range b.names {
 			_ = b.h.AddTrailer(k) // accepted before
 		}
