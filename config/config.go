@@ -443,9 +443,17 @@ type RateLimit struct {
 	// Key says whose limit a request counts against: "ip" (default: the
 	// client address), "header:NAME" (requests without it share one key),
 	// or "route" (one limit for the whole route). NAME is an RFC 9110
-	// token.
+	// token with at most MaxKeyHeaderSeparators '-' or '_'; the gateway
+	// reads the header under NAME in any case and with each '-' or '_'
+	// either one, and refuses (400) a request that sends it more than once
+	// or with a comma in its value.
 	Key string `yaml:"key"`
 }
+
+// MaxKeyHeaderSeparators is how many '-' or '_' a rate limit's key header
+// name may have: the gateway reads the header under every name that
+// differs from it only in them.
+const MaxKeyHeaderSeparators = 8
 
 // Concurrency limits requests in flight upstream: a static bulkhead (Max) or
 // an adaptive limit (Adaptive); not both.

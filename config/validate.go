@@ -445,6 +445,8 @@ func (v *validator) policies(path string, p *Policies) {
 		}
 		if name, ok := strings.CutPrefix(rl.Key, "header:"); ok && !isToken(name) {
 			v.at(rp+".key", "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", name)
+		} else if ok && strings.Count(name, "-")+strings.Count(name, "_") > MaxKeyHeaderSeparators {
+			v.at(rp+".key", "%q has more than %d '-' or '_'", name, MaxKeyHeaderSeparators)
 		} else if !ok && rl.Key != "ip" && rl.Key != "route" {
 			v.at(rp+".key", `want "ip", "route" or "header:NAME", got %q`, rl.Key)
 		}

@@ -88,7 +88,13 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	var rl []byte       // the RateLimit header value, when the limit set one
 	var limitKey string // the request's rate-limit key, when the route has a limit
 	if rt.life.rate != nil {
-		limitKey = rt.life.rate.key(req, rt, clientIP(peer, xff, st.trusted))
+		var ok bool
+		if limitKey, ok = rt.life.rate.keyOf(req, rt, clientIP(peer, xff, st.trusted)); !ok {
+			writeError(ctx, fasthttp.StatusBadRequest, reasonAmbiguousKey, 0)
+			g.finish(ctx, rt, start, reasonAmbiguousKey, &x.obs)
+			g.exchanges.Put(x.reset())
+			return
+		}
 		v, ok := g.limitRate(ctx, rt, limitKey, x.rl[:0])
 		if !ok {
 			g.finish(ctx, rt, start, string(sluice.RateLimited), &x.obs)

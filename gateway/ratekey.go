@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"bytes"
+	"net/http"
+	"net/netip"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/sluicehq/sluice/internal/http1"
+)
+
+// How a request is keyed for a route's rate limit (see rateLimit.key).
+//
+// A key header must name one caller without doubt, or a client could be
+// counted as one caller while the upstream serves it as another: the
+// gateway counts one value, and an upstream (or a framework or proxy in
+// front of it) may read the first of several, the last, all of them
+// joined, or one member of a comma-separated list. A client that sent a
+// fresh value first and its real key second would never be limited. So a
+// request whose key header comes on more than one field line, or holds a
+// comma, is refused (400, "ambiguous_key") rather than keyed by a guess.
+// Names that differ only in case, or in '-' against '_', count as the same
+// header: CGI-style servers (WSGI, Rack, PHP) read X_Api_Key and X-Api-Key
+// as one variable, HTTP_X_API_KEY.
+
+// errAmbiguousKey refuses a request whose rate-limit key header is sent
+// more than once or holds a list (see above).
+var errAmbiguousKey = &keyError{}
+
+// keyError is errAmbiguousKey's type: a 400 with the reason ambiguous_key
+// (answer.Statuser), INVALID_ARGUMENT to a gRPC call (answer.GRPCCoder).
+type keyError struct{}
+
+func (*keyError) Error() string {
+	return "gateway: the rate-limit key header is sent more than once or holds a list"
+}
+func (*keyError) AnswerStatus() (int, string) { return http.StatusBadRequest, reasonAmbiguousKey }
+func (*keyError) GRPCCode() codes.Code        { return codes.InvalidArgument }
+
+// reasonAmbiguousKey is the reason the gateway answers errAmbiguousKey
+// with.
+const reasonAmbiguousKey = "ambiguous_key"
+
+// keyNames returns the names a key header named name is read under: name
+// with each '-' or '_' in it either one (name first). The configuration
+// allows at most config.MaxKeyHeaderSeparators of them.
+func keyNames(name string) []string {
+	names := []string{name}
+	for i := range len(name) {
+		if name[i] != '-' && name[i] != '_' {
+			continue
+		}
+		for _, n := range names {
+			b := []byte(n)
+			b[i] = '-' + '_' - b[i] // the other one
+			names = append(names, string(b))
+		}
+	}
+	return names
+}
+
+// keyValue returns the value of l's key header in req (nil when absent),
+// without surrounding spaces and tabs, or nil and false when req is to be
+// refused with errAmbiguousKey: the header comes on more than one field line under
+// any of l.names, or its value holds a comma.
+func (l *rateLimit) keyValue(req request) ([]byte, bool) {
+	var v []byte
+	n := 0
+	for _, name := range l.names {
+		for i := 0; n < 2; i++ {
+			x := req.PeekAt(name, i)
+			if x == nil {
+				break
+			}
+			v = x
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, false
+	}
+	if v = http1.TrimSpace(v); bytes.IndexByte(v, ',') >= 0 {
+		return nil, false
+	}
+	return v, true
+}
+
+// keyOf returns whose limit req, from client, counts against on rt (see
+// key), and false when req is to be refused with errAmbiguousKey.
+func (l *rateLimit) keyOf(req request, rt *route, client netip.Addr) (string, bool) {
+	hv, ok := l.keyValue(req)
+	if !ok {
+		return "", false
+	}
+	return l.key(hv, rt, client), true
+}
+
+// key returns whose limit a request counts against on rt: the route, or
+// the value hv of its key header (see keyValue), or its client's address.
+func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
+	if l.byRoute {
+		return rt.name
+	}
+	var buf [128]byte
+	b := append(buf[:0], rt.name...)
+	switch {
+	case l.header == "":
+		b = append(b, "|ip|"...)
+		b = client.AppendTo(b)
+	default:
+		b = append(b, "|h|"...)
+		b = append(b, hv...)
+	}
+	return string(b)
+}

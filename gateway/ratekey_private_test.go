@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// keyReaders parses the request head (LF line ends) with each engine's
+// reader: fasthttp's for the goroutine engine (and, through toFast, the
+// HTTP/2 one), reqHead for the loops, net/http's for gRPC and the TLS
+// listener's WebSockets.
+func keyReaders(t *testing.T, head string) map[string]request {
+	t.Helper()
+	raw := crlf(head)
+	var fr fasthttp.Request
+	if err := fr.Read(bufio.NewReader(bytes.NewReader(raw))); err != nil {
+		t.Fatalf("fasthttp: %.80q: %v", head, err)
+	}
+	var h reqHead
+	if !parseRequest(raw, &h) {
+		t.Fatalf("reqHead: %.80q: refused", head)
+	}
+	sr, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		t.Fatalf("net/http: %.80q: %v", head, err)
+	}
+	return map[string]request{"goroutine": fastRequest{&fr}, "loop": &h, "net/http": stdRequest{sr}}
+}
+
+// TestRateLimitKeyValue checks, for every engine's request reader, which
+// value of a request's key header keys it, and which requests are refused
+// as ambiguous: the header on two field lines (in any case, or with '_'
+// for '-'), or a comma list. (The first line's value was the key: a client
+// that sent a fresh value before its real key was never limited.)
+func TestRateLimitKeyValue(t *testing.T) {
+	l := &rateLimit{header: "X-Api-Key", names: keyNames("X-Api-Key")}
+	long := strings.Repeat("k", 2048)
+	for _, tt := range []struct {
+		lines []string
+		want  string
+		ok    bool
+	}{
+		{nil, "", true},
+		{[]string{"X-Api-Key: real"}, "real", true},
+		{[]string{"x-api-key: real"}, "real", true},
+		{[]string{"X-API-KEY: \treal \t"}, "real", true},
+		{[]string{"X_Api_Key: real"}, "real", true},
+		{[]string{"x-api_key: real"}, "real", true},
+		{[]string{"X-Api-Key:"}, "", true},
+		{[]string{"X-Api-Key: " + long}, long, true},
+		{[]string{"X-Api-Key: fresh", "X-Api-Key: real"}, "", false},
+		{[]string{"X-Api-Key: real", "x-api-key: real"}, "", false},
+		{[]string{"X-Api-Key: fresh", "X_Api_Key: real"}, "", false},
+		{[]string{"x_api-key: fresh", "X-Api_Key: real"}, "", false},
+		{[]string{"X-Api-Key:", "X-Api-Key: real"}, "", false},
+		{[]string{"X-Api-Key: fresh, real"}, "", false},
+		{[]string{"X-Api-Key: ,real"}, "", false},
+	} {
+		head := "GET / HTTP/1.1\nHost: a:1\n" + strings.Join(append(tt.lines, "Accept: */*"), "\n") + "\n\n"
+		for name, req := range keyReaders(t, head) {
+			v, ok := l.keyValue(req)
+			if ok != tt.ok || string(v) != tt.want {
+				t.Errorf("%s: %.80q: key value %.20q, %v; want %.20q, %v", name, tt.lines, v, ok, tt.want, tt.ok)
+			}
+		}
+	}
+}
+
+// TestRateLimitKeyValueAllocates checks that reading a single key header
+// allocates nothing on the loops' and the goroutine engine's requests.
+func TestRateLimitKeyValueAllocates(t *testing.T) {
+	l := &rateLimit{header: "X-Api-Key", names: keyNames("X-Api-Key")}
+	reqs := keyReaders(t, "GET / HTTP/1.1\nHost: a:1\nAccept: */*\nX-Api-Key: real\nUser-Agent: x\n\n")
+	for _, name := range []string{"goroutine", "loop"} {
+		if n := testing.AllocsPerRun(10, func() { l.keyValue(reqs[name]) }); n != 0 {
+			t.Errorf("%s: %v allocations, want none", name, n)
+		}
+	}
+}
+
+// TestKeyNames checks the names a key header is read under.
+func TestKeyNames(t *testing.T) {
+	got := keyNames("X-Api_Key")
+	slices.Sort(got)
+	want := []string{"X-Api-Key", "X-Api_Key", "X_Api-Key", "X_Api_Key"}
+	if !slices.Equal(got, want) {
+		t.Errorf("keyNames(X-Api_Key) = %q, want %q", got, want)
+	}
+	if got := keyNames("Tenant"); !slices.Equal(got, []string{"Tenant"}) {
+		t.Errorf("keyNames(Tenant) = %q", got)
+	}
+}
