@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"net/http"
 	"net/netip"
 
@@ -23,6 +24,11 @@ import (
 // Names that differ only in case, or in '-' against '_', count as the same
 // header: CGI-style servers (WSGI, Rack, PHP) read X_Api_Key and X-Api-Key
 // as one variable, HTTP_X_API_KEY.
+
+// maxKeyValue is the longest key header value a key holds as it is; a
+// longer one is replaced by its SHA-256 digest, so that a key's size, in
+// memory or in Redis, does not grow with the client's headers.
+const maxKeyValue = 64
 
 // errAmbiguousKey refuses a request whose rate-limit key header is sent
 // more than once or holds a list (see above).
@@ -108,6 +114,10 @@ func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 	case l.header == "":
 		b = append(b, "|ip|"...)
 		b = client.AppendTo(b)
+	case len(hv) > maxKeyValue:
+		sum := sha256.Sum256(hv)
+		b = append(b, "|H|"...) // not "|h|": a digest is never taken for a value
+		b = append(b, sum[:]...)
 	default:
 		b = append(b, "|h|"...)
 		b = append(b, hv...)

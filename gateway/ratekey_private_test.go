@@ -3,7 +3,9 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -81,6 +83,31 @@ func TestRateLimitKeyValueAllocates(t *testing.T) {
 		if n := testing.AllocsPerRun(10, func() { l.keyValue(reqs[name]) }); n != 0 {
 			t.Errorf("%s: %v allocations, want none", name, n)
 		}
+	}
+}
+
+// TestRateLimitKeySize checks that a key does not grow with its header's
+// value: a value longer than maxKeyValue is keyed by its digest, distinct
+// from any value's own key. (Keys were as long as the header, up to
+// server.max_header_bytes, in every store, Redis included.)
+func TestRateLimitKeySize(t *testing.T) {
+	l := &rateLimit{header: "X-Api-Key", names: keyNames("X-Api-Key")}
+	rt := &route{name: "r"}
+	keys := map[string]string{}
+	long := strings.Repeat("k", 16<<10)
+	for _, v := range []string{"", "real", strings.Repeat("k", maxKeyValue), long, long[1:] + "x", long + "k"} {
+		k := l.key([]byte(v), rt, netip.Addr{})
+		if max := len("r|h|") + max(maxKeyValue, sha256.Size); len(k) > max {
+			t.Errorf("value of %d bytes: key of %d bytes, want at most %d", len(v), len(k), max)
+		}
+		if prev, dup := keys[k]; dup {
+			t.Errorf("values %.20q and %.20q have one key", prev, v)
+		}
+		keys[k] = v
+	}
+	digest := sha256.Sum256([]byte(long))
+	if k := l.key(digest[:], rt, netip.Addr{}); keys[k] != "" || k == l.key([]byte(long), rt, netip.Addr{}) {
+		t.Errorf("a value that is another's digest has its key")
 	}
 }
 
