@@ -448,6 +448,11 @@ type RateLimit struct {
 	// either one, and refuses (400) a request that sends it more than once
 	// or with a comma in its value.
 	Key string `yaml:"key"`
+	// IPv6Prefix is how many leading bits of an IPv6 client's address key
+	// it with key: ip. Default 64, the block one site or device is given,
+	// so that a client cannot take a fresh limit from each of its
+	// addresses; 128 keys each address. From 32 to 128.
+	IPv6Prefix int `yaml:"ipv6_prefix"`
 }
 
 // MaxKeyHeaderSeparators is how many '-' or '_' a rate limit's key header

@@ -450,6 +450,9 @@ func (v *validator) policies(path string, p *Policies) {
 		} else if !ok && rl.Key != "ip" && rl.Key != "route" {
 			v.at(rp+".key", `want "ip", "route" or "header:NAME", got %q`, rl.Key)
 		}
+		if rl.IPv6Prefix < 32 || rl.IPv6Prefix > 128 {
+			v.at(rp+".ipv6_prefix", "want a prefix length from 32 to 128, got %d", rl.IPv6Prefix)
+		}
 		if rl.Period.D() < MinDuration {
 			v.at(rp+".period", "want a period of at least %s, got %s", fmtDuration(MinDuration), fmtDuration(rl.Period.D()))
 		} else if rl.Limit > 0 && rl.Burst > 0 && slices.Contains(RateLimitAlgorithms, rl.Algorithm) {

@@ -137,7 +137,7 @@ func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *st
 
 func buildRateLimit(name string, rl *config.RateLimit, prev *routePolicies, st *state) (*rateLimit, error) {
 	lim := ratelimit.Limit{Algorithm: ratelimit.Algorithm(rl.Algorithm), Limit: rl.Limit, Period: rl.Period.D(), Burst: rl.Burst}
-	r := &rateLimit{policy: policyHeader(name, lim), onError: st.cfg.Store.Redis.OnError, byRoute: rl.Key == "route"}
+	r := &rateLimit{policy: policyHeader(name, lim), onError: st.cfg.Store.Redis.OnError, byRoute: rl.Key == "route", v6bits: rl.IPv6Prefix}
 	if h, ok := strings.CutPrefix(rl.Key, "header:"); ok {
 		r.header, r.names = h, keyNames(h)
 	}

@@ -103,7 +103,8 @@ func (l *rateLimit) keyOf(req request, rt *route, client netip.Addr) (string, bo
 }
 
 // key returns whose limit a request counts against on rt: the route, or
-// the value hv of its key header (see keyValue), or its client's address.
+// the value hv of its key header (see keyValue), or its client's address
+// (see appendClient).
 func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 	if l.byRoute {
 		return rt.name
@@ -113,7 +114,7 @@ func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 	switch {
 	case l.header == "":
 		b = append(b, "|ip|"...)
-		b = client.AppendTo(b)
+		b = l.appendClient(b, client)
 	case len(hv) > maxKeyValue:
 		sum := sha256.Sum256(hv)
 		b = append(b, "|H|"...) // not "|h|": a digest is never taken for a value
@@ -123,4 +124,17 @@ func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 		b = append(b, hv...)
 	}
 	return string(b)
+}
+
+// appendClient appends the client address a as l keys it: an IPv4 address
+// (IPv4-mapped ones included) whole, an IPv6 one by its first l.v6bits
+// bits, as a prefix (whole when v6bits is 128, or 0: not set). An IPv6 client is usually
+// given a block of addresses (a /64 or more) and may send from any of
+// them: keyed by each, it would take a fresh limit with every address.
+func (l *rateLimit) appendClient(b []byte, a netip.Addr) []byte {
+	if a = a.Unmap(); !a.Is6() || l.v6bits <= 0 || l.v6bits >= 128 {
+		return a.AppendTo(b)
+	}
+	p, _ := a.Prefix(l.v6bits) // no error: 0 < v6bits < 128
+	return p.AppendTo(b)
 }

@@ -123,3 +123,29 @@ func TestKeyNames(t *testing.T) {
 		t.Errorf("keyNames(Tenant) = %q", got)
 	}
 }
+
+// TestRateLimitClientKey checks how key: ip writes a client's address.
+func TestRateLimitClientKey(t *testing.T) {
+	for _, tt := range []struct {
+		bits       int
+		addr, want string
+	}{
+		{64, "2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{48, "2001:db8:1:2:3:4:5:6", "2001:db8:1::/48"},
+		{128, "2001:db8:1:2:3:4:5:6", "2001:db8:1:2:3:4:5:6"},
+		{0, "2001:db8:1:2:3:4:5:6", "2001:db8:1:2:3:4:5:6"},
+		{64, "fe80::1%eth0", "fe80::/64"},
+		{64, "10.1.2.3", "10.1.2.3"},
+		{64, "::ffff:10.1.2.3", "10.1.2.3"},
+		{64, "", ""}, // not a TCP peer: the zero Addr
+	} {
+		var a netip.Addr
+		if tt.addr != "" {
+			a = netip.MustParseAddr(tt.addr)
+		}
+		l := &rateLimit{v6bits: tt.bits}
+		if got := string(l.appendClient(nil, a)); got != tt.want {
+			t.Errorf("/%d: %s keyed as %q, want %q", tt.bits, tt.addr, got, tt.want)
+		}
+	}
+}

@@ -124,3 +124,52 @@ func TestGRPCRateLimitKeyAmbiguous(t *testing.T) {
 		}
 	})
 }
+
+// TestRateLimitIPv6Prefix checks, on both engines, that key: ip keys an
+// IPv6 client by its /64 (ipv6_prefix's default), an IPv4 one, mapped or
+// not, by its address, and that ipv6_prefix: 128 keys each IPv6 address.
+// The clients are named by a trusted proxy's X-Forwarded-For. (Each IPv6
+// address was a key of its own: a client took a fresh limit from each
+// address of its block.)
+func TestRateLimitIPv6Prefix(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+trusted_proxies: [127.0.0.1/32]
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: each
+    match: {path_prefix: /each}
+    upstream: up
+    policies:
+      rate_limit: {limit: 1, period: 1h, ipv6_prefix: 128}
+  - name: block
+    upstream: up
+    policies:
+      rate_limit: {limit: 1, period: 1h}
+`, engine, up.URL))
+		c := newClient(t)
+		for i, s := range []struct {
+			path, client string
+			code         int
+		}{
+			{"/", "2001:db8:0:1::1", 200},
+			{"/", "2001:db8:0:1::2", 429},
+			{"/", "2001:db8:0:1:ffff:ffff:ffff:ffff", 429},
+			{"/", "2001:db8:0:2::1", 200},
+			{"/", "10.0.0.1", 200},
+			{"/", "::ffff:10.0.0.1", 429},
+			{"/", "10.0.0.2", 200},
+			{"/each", "2001:db8:0:1::1", 200},
+			{"/each", "2001:db8:0:1::2", 200},
+			{"/each", "2001:db8:0:1::2", 429},
+		} {
+			r := do(t, c, "GET", gw.URL+s.path, http.Header{"X-Forwarded-For": {s.client}}, nil)
+			if r.Code != s.code {
+				t.Errorf("step %d (%s from %s): status %d, want %d", i, s.path, s.client, r.Code, s.code)
+			}
+		}
+	})
+}

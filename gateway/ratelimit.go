@@ -17,6 +17,7 @@ type rateLimit struct {
 	header  string   // key by this header; "" with byRoute false keys by IP
 	names   []string // the names header is read under (keyNames)
 	byRoute bool
+	v6bits  int                   // the prefix length an IPv6 client is keyed by (appendClient)
 	policy  []byte                // the RateLimit-Policy header value
 	onError ratelimit.ErrorPolicy // what a store failure does
 }
