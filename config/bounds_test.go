@@ -102,6 +102,7 @@ routes: [{name: r, upstream: a}]
 		{"rate-limit key header with a space", route + "    policies: {rate_limit: {limit: 1, key: \"header:X Key\"}}\n", `key`, `routes[0].policies.rate_limit.key: "X Key" is not a header name`},
 		{"rate-limit key header with many separators", route + "    policies: {rate_limit: {limit: 1, key: \"header:A-b-c-d-e-f-g-h-i_j\"}}\n", `key`, `routes[0].policies.rate_limit.key: "A-b-c-d-e-f-g-h-i_j" has more than 8 '-' or '_'`},
 		{"rate-limit IPv6 prefix", route + "    policies: {rate_limit: {limit: 1, ipv6_prefix: 16}}\n", `ipv6_prefix`, `routes[0].policies.rate_limit.ipv6_prefix: want a prefix length from 32 to 128, got 16`},
+		{"match header with many separators", route + "    match: {headers: {A-b-c-d-e-f-g-h-i_j: v}}\n", `A-b-c-d-e-f-g-h-i_j`, `routes[0].match.headers.A-b-c-d-e-f-g-h-i_j: "A-b-c-d-e-f-g-h-i_j" has more than 8 '-' or '_'`},
 		{"rate-limit key header with CR LF", route + "    policies: {rate_limit: {limit: 1, key: \"header:X\\r\\nY\"}}\n", `key`, `routes[0].policies.rate_limit.key: "X\r\nY" is not a header name`},
 		{"host with CR LF", route + "    match: {host: \"a.example\\r\\nX: y\"}\n", `host`, `routes[0].match.host: a host name has no spaces or control characters`},
 		{"host with a space", route + "    match: {host: \"a example\"}\n", `host`, `routes[0].match.host: a host name has no spaces or control characters`},

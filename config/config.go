@@ -386,8 +386,11 @@ type Match struct {
 	// Methods lists the methods served. Default: all.
 	Methods []string `yaml:"methods"`
 	// Headers lists headers that must have exactly these values. Names
-	// are RFC 9110 tokens; values have no control characters but tab and
-	// no space at either end.
+	// are RFC 9110 tokens with at most MaxKeyHeaderSeparators '-' or '_';
+	// values have no control characters but tab and no space at either
+	// end. A header is read in any case and with each '-' or '_' either
+	// one; a request that sends it on more than one line is refused (400
+	// ambiguous_header) when a route looks at it.
 	Headers map[string]string `yaml:"headers"`
 }
 
@@ -455,8 +458,9 @@ type RateLimit struct {
 	IPv6Prefix int `yaml:"ipv6_prefix"`
 }
 
-// MaxKeyHeaderSeparators is how many '-' or '_' a rate limit's key header
-// name may have: the gateway reads the header under every name that
+// MaxKeyHeaderSeparators is how many '-' or '_' the name of a header the
+// gateway tells requests apart by (a rate limit's key header, a route's
+// match header) may have: it reads the header under every name that
 // differs from it only in them.
 const MaxKeyHeaderSeparators = 8
 

@@ -426,6 +426,8 @@ func (v *validator) match(path string, m *Match) {
 		hp := path + ".headers." + name
 		if !isToken(name) {
 			v.at(hp, "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", name)
+		} else if strings.Count(name, "-")+strings.Count(name, "_") > MaxKeyHeaderSeparators {
+			v.at(hp, "%q has more than %d '-' or '_'", name, MaxKeyHeaderSeparators)
 		}
 		if !isHeaderValue(m.Headers[name]) {
 			v.at(hp, "a header value has no control characters and no leading or trailing space, got %q", m.Headers[name])

@@ -61,10 +61,14 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	req := fastRequest{&ctx.Request}
-	rt := st.route(req)
+	rt, ambiguous := st.route(req)
 	if rt == nil {
-		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
-		g.finish(ctx, nil, start, "no_route", &x.obs)
+		code, reason := fasthttp.StatusNotFound, "no_route"
+		if ambiguous {
+			code, reason = fasthttp.StatusBadRequest, reasonAmbiguousHeader
+		}
+		writeError(ctx, code, reason, 0)
+		g.finish(ctx, nil, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
 	}

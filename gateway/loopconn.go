@@ -237,8 +237,8 @@ func (cc *clientConn) serve() gnet.Action {
 		if !parseRequest(cc.in, h) {
 			return cc.handOver()
 		}
-		rt := st.route(h)
-		if h.cl > loopBody || (srv.MaxBodyBytes > 0 && h.cl > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
+		rt, ambiguous := st.route(h)
+		if ambiguous || h.cl > loopBody || (srv.MaxBodyBytes > 0 && h.cl > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
 			return cc.handOver()
 		}
 		if len(buf) < hlen+h.cl {

@@ -44,9 +44,14 @@ func (*keyError) Error() string {
 func (*keyError) AnswerStatus() (int, string) { return http.StatusBadRequest, reasonAmbiguousKey }
 func (*keyError) GRPCCode() codes.Code        { return codes.InvalidArgument }
 
-// reasonAmbiguousKey is the reason the gateway answers errAmbiguousKey
-// with.
-const reasonAmbiguousKey = "ambiguous_key"
+// The reasons the gateway refuses an ambiguous request with (400):
+// reasonAmbiguousKey for its rate-limit key header (errAmbiguousKey),
+// reasonAmbiguousHeader for a header its route is matched by (see
+// state.route).
+const (
+	reasonAmbiguousKey    = "ambiguous_key"
+	reasonAmbiguousHeader = "ambiguous_header"
+)
 
 // keyNames returns the names a key header named name is read under: name
 // with each '-' or '_' in it either one (name first). The configuration
@@ -71,9 +76,20 @@ func keyNames(name string) []string {
 // refused with errAmbiguousKey: the header comes on more than one field line under
 // any of l.names, or its value holds a comma.
 func (l *rateLimit) keyValue(req request) ([]byte, bool) {
+	v, n := fieldValue(req, l.names)
+	if n > 1 || bytes.IndexByte(v, ',') >= 0 {
+		return nil, false
+	}
+	return v, true
+}
+
+// fieldValue returns the value of the header read under names (see
+// keyNames) in req, without surrounding spaces and tabs (nil when
+// absent), and on how many field lines it comes, counted up to 2.
+func fieldValue(req request, names []string) ([]byte, int) {
 	var v []byte
 	n := 0
-	for _, name := range l.names {
+	for _, name := range names {
 		for i := 0; n < 2; i++ {
 			x := req.PeekAt(name, i)
 			if x == nil {
@@ -83,13 +99,7 @@ func (l *rateLimit) keyValue(req request) ([]byte, bool) {
 			n++
 		}
 	}
-	if n > 1 {
-		return nil, false
-	}
-	if v = http1.TrimSpace(v); bytes.IndexByte(v, ',') >= 0 {
-		return nil, false
-	}
-	return v, true
+	return http1.TrimSpace(v), n
 }
 
 // keyOf returns whose limit req, from client, counts against on rt (see
