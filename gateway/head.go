@@ -189,9 +189,11 @@ func appendRequest(dst []byte, h *reqHead, xff []byte, trusted bool, addr string
 // forwardedHeader reports whether k is one of the X-Forwarded-* headers the
 // gateway sets, or Forwarded (RFC 7239), which it never passes on (as
 // net/http's ReverseProxy): a client's word on who it is, its scheme or
-// its host must not reach the upstream beside the gateway's.
+// its host must not reach the upstream beside the gateway's. A name with
+// '_' for '-' is one of them too (see cgiName): X_Forwarded_For is
+// X-Forwarded-For to a CGI-style server.
 func forwardedHeader(k []byte) bool {
-	return http1.EqualName(k, "X-Forwarded-For") || http1.EqualName(k, "X-Forwarded-Host") || http1.EqualName(k, "X-Forwarded-Proto") ||
+	return cgiName(k, "X-Forwarded-For") || cgiName(k, "X-Forwarded-Host") || cgiName(k, "X-Forwarded-Proto") ||
 		http1.EqualName(k, "Forwarded")
 }
 

@@ -139,7 +139,7 @@ func buildRateLimit(name string, rl *config.RateLimit, prev *routePolicies, st *
 	lim := ratelimit.Limit{Algorithm: ratelimit.Algorithm(rl.Algorithm), Limit: rl.Limit, Period: rl.Period.D(), Burst: rl.Burst}
 	r := &rateLimit{policy: policyHeader(name, lim), onError: st.cfg.Store.Redis.OnError, byRoute: rl.Key == "route", v6bits: rl.IPv6Prefix}
 	if h, ok := strings.CutPrefix(rl.Key, "header:"); ok {
-		r.header, r.names = h, keyNames(h)
+		r.header, r.names = h, cgiNames(h)
 	}
 	if pr := prev.rate; pr != nil && pr.limiter != nil && prev.rateStore == st.store {
 		// Same store: keep the keys' state and change only the limit.

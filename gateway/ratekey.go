@@ -53,24 +53,6 @@ const (
 	reasonAmbiguousHeader = "ambiguous_header"
 )
 
-// keyNames returns the names a key header named name is read under: name
-// with each '-' or '_' in it either one (name first). The configuration
-// allows at most config.MaxKeyHeaderSeparators of them.
-func keyNames(name string) []string {
-	names := []string{name}
-	for i := range len(name) {
-		if name[i] != '-' && name[i] != '_' {
-			continue
-		}
-		for _, n := range names {
-			b := []byte(n)
-			b[i] = '-' + '_' - b[i] // the other one
-			names = append(names, string(b))
-		}
-	}
-	return names
-}
-
 // keyValue returns the value of l's key header in req (nil when absent),
 // without surrounding spaces and tabs, or nil and false when req is to be
 // refused with errAmbiguousKey: the header comes on more than one field line under
@@ -84,7 +66,7 @@ func (l *rateLimit) keyValue(req request) ([]byte, bool) {
 }
 
 // fieldValue returns the value of the header read under names (see
-// keyNames) in req, without surrounding spaces and tabs (nil when
+// cgiNames) in req, without surrounding spaces and tabs (nil when
 // absent), and on how many field lines it comes, counted up to 2.
 func fieldValue(req request, names []string) ([]byte, int) {
 	var v []byte

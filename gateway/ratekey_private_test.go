@@ -41,7 +41,7 @@ func keyReaders(t *testing.T, head string) map[string]request {
 // for '-'), or a comma list. (The first line's value was the key: a client
 // that sent a fresh value before its real key was never limited.)
 func TestRateLimitKeyValue(t *testing.T) {
-	l := &rateLimit{header: "X-Api-Key", names: keyNames("X-Api-Key")}
+	l := &rateLimit{header: "X-Api-Key", names: cgiNames("X-Api-Key")}
 	long := strings.Repeat("k", 2048)
 	for _, tt := range []struct {
 		lines []string
@@ -77,7 +77,7 @@ func TestRateLimitKeyValue(t *testing.T) {
 // TestRateLimitKeyValueAllocates checks that reading a single key header
 // allocates nothing on the loops' and the goroutine engine's requests.
 func TestRateLimitKeyValueAllocates(t *testing.T) {
-	l := &rateLimit{header: "X-Api-Key", names: keyNames("X-Api-Key")}
+	l := &rateLimit{header: "X-Api-Key", names: cgiNames("X-Api-Key")}
 	reqs := keyReaders(t, "GET / HTTP/1.1\nHost: a:1\nAccept: */*\nX-Api-Key: real\nUser-Agent: x\n\n")
 	for _, name := range []string{"goroutine", "loop"} {
 		if n := testing.AllocsPerRun(10, func() { l.keyValue(reqs[name]) }); n != 0 {
@@ -91,7 +91,7 @@ func TestRateLimitKeyValueAllocates(t *testing.T) {
 // from any value's own key. (Keys were as long as the header, up to
 // server.max_header_bytes, in every store, Redis included.)
 func TestRateLimitKeySize(t *testing.T) {
-	l := &rateLimit{header: "X-Api-Key", names: keyNames("X-Api-Key")}
+	l := &rateLimit{header: "X-Api-Key", names: cgiNames("X-Api-Key")}
 	rt := &route{name: "r"}
 	keys := map[string]string{}
 	long := strings.Repeat("k", 16<<10)
@@ -111,16 +111,16 @@ func TestRateLimitKeySize(t *testing.T) {
 	}
 }
 
-// TestKeyNames checks the names a key header is read under.
-func TestKeyNames(t *testing.T) {
-	got := keyNames("X-Api_Key")
+// TestCGINames checks the names a key header is read under.
+func TestCGINames(t *testing.T) {
+	got := cgiNames("X-Api_Key")
 	slices.Sort(got)
 	want := []string{"X-Api-Key", "X-Api_Key", "X_Api-Key", "X_Api_Key"}
 	if !slices.Equal(got, want) {
-		t.Errorf("keyNames(X-Api_Key) = %q, want %q", got, want)
+		t.Errorf("cgiNames(X-Api_Key) = %q, want %q", got, want)
 	}
-	if got := keyNames("Tenant"); !slices.Equal(got, []string{"Tenant"}) {
-		t.Errorf("keyNames(Tenant) = %q", got)
+	if got := cgiNames("Tenant"); !slices.Equal(got, []string{"Tenant"}) {
+		t.Errorf("cgiNames(Tenant) = %q", got)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 type rateLimit struct {
 	limiter *ratelimit.Limiter
 	header  string   // key by this header; "" with byRoute false keys by IP
-	names   []string // the names header is read under (keyNames)
+	names   []string // the names header is read under (cgiNames)
 	byRoute bool
 	v6bits  int                   // the prefix length an IPv6 client is keyed by (appendClient)
 	policy  []byte                // the RateLimit-Policy header value

@@ -21,7 +21,7 @@ type matcher struct {
 
 // headerMatch is a header a route's requests must have with one value.
 type headerMatch struct {
-	names []string // the names it is read under (keyNames)
+	names []string // the names it is read under (cgiNames)
 	value string
 }
 
@@ -34,7 +34,7 @@ func newMatcher(m config.Match) matcher {
 		mt.methods = append(mt.methods, []byte(meth))
 	}
 	for k, v := range m.Headers {
-		mt.headers = append(mt.headers, headerMatch{keyNames(k), v})
+		mt.headers = append(mt.headers, headerMatch{cgiNames(k), v})
 	}
 	return mt
 }

@@ -22,11 +22,11 @@ import (
 var callerHeaders = []string{"Authorization", "Cookie", "X-Api-Key", "X-Auth-Token", "X-Access-Token"}
 
 // callerNames are the names callerHeaders are read under: each with every
-// '-' either '-' or '_' (see keyNames), as CGI-style servers read them.
+// '-' either '-' or '_' (see cgiNames), as CGI-style servers read them.
 var callerNames = func() []string {
 	var names []string
 	for _, h := range callerHeaders {
-		names = append(names, keyNames(h)...)
+		names = append(names, cgiNames(h)...)
 	}
 	return names
 }()
