@@ -67,8 +67,9 @@ routes:
 }
 
 // TestRateLimitKeyHeaderAmbiguousRaw sends the repeated key header in the
-// forms a Go client does not write (names in other cases, a comma list
-// over two lines) straight to both engines.
+// forms a Go client does not write (names in other cases, an empty line
+// and a value) straight to both engines, and key header lines no parser
+// of the gateway takes.
 func TestRateLimitKeyHeaderAmbiguousRaw(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", nil)
@@ -90,6 +91,18 @@ routes:
 			resp, body := rawRequest(t, gw.Addr, "GET / HTTP/1.1\r\nHost: a\r\n"+lines+"Connection: close\r\n\r\n")
 			if resp.StatusCode != 400 || !strings.Contains(body, "ambiguous_key") {
 				t.Errorf("%q: status %d, body %q; want 400 ambiguous_key", lines, resp.StatusCode, body)
+			}
+		}
+		// Forms of a key header line the strict parsers refuse outright:
+		// a space before the colon, obs-fold, a NUL.
+		for _, lines := range []string{
+			"X-Api-Key : fresh\r\nX-Api-Key: real\r\n",
+			"X-Api-Key: real\r\n fresh\r\n",
+			"X-Api-Key: real\x00fresh\r\n",
+		} {
+			resp, _ := rawRequest(t, gw.Addr, "GET / HTTP/1.1\r\nHost: a\r\n"+lines+"Connection: close\r\n\r\n")
+			if resp.StatusCode != 400 {
+				t.Errorf("%q: status %d, want 400", lines, resp.StatusCode)
 			}
 		}
 		if n := up.calls.Load(); n != 0 {
