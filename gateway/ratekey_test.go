@@ -1,14 +1,18 @@
 package gateway_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 // TestRateLimitKeyHeaderAmbiguous checks, on both engines over HTTP/1.1
@@ -183,6 +187,47 @@ routes:
 			if r.Code != s.code {
 				t.Errorf("step %d (%s from %s): status %d, want %d", i, s.path, s.client, r.Code, s.code)
 			}
+		}
+	})
+}
+
+// TestRateLimitKeyAmbiguousOverTLS checks the TLS listener's readers on
+// both engines: a WebSocket handshake (net/http's request) and a plain
+// HTTP/1.1 request whose key header is repeated are refused with 400
+// ambiguous_key, and never reach the upstream.
+func TestRateLimitKeyAmbiguousOverTLS(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		up := startWSUpstream(t)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: ws
+    upstream: up
+    policies: {rate_limit: {limit: 100, period: 1h, key: "header:X-Api-Key"}}
+`, engine, certList(ca.Server("localhost", "127.0.0.1")), up.URL))
+		url := "https://" + serveTLS(t, gw)
+		client := protoClient(t, "h1", ca.Pool, "")
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		repeated := http.Header{"X-Api-Key": {"fresh", "real"}}
+		c, resp, err := websocket.Dial(ctx, url+"/ws", &websocket.DialOptions{HTTPClient: client, HTTPHeader: repeated})
+		if c != nil {
+			c.CloseNow()
+		}
+		if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("WebSocket handshake: %v %+v, want 400", err, resp)
+		}
+		if r := do(t, client, "GET", url+"/plain", repeated, nil); r.Code != 400 || r.errorBody(t).Error != "ambiguous_key" {
+			t.Errorf("plain request: %d %q, want 400 ambiguous_key", r.Code, r.Body)
+		}
+		select {
+		case h := <-up.header:
+			t.Errorf("the upstream got a handshake: %v", h)
+		default:
 		}
 	})
 }
