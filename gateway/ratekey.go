@@ -120,11 +120,12 @@ func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 
 // appendClient appends the client address a as l keys it: an IPv4 address
 // (IPv4-mapped ones included) whole, an IPv6 one by its first l.v6bits
-// bits, as a prefix (whole when v6bits is 128, or 0: not set). An IPv6 client is usually
+// bits, as a prefix (whole when v6bits is 128, or 0: not set); never with
+// a zone, which net/http's reader keeps and the others drop. An IPv6 client is usually
 // given a block of addresses (a /64 or more) and may send from any of
 // them: keyed by each, it would take a fresh limit with every address.
 func (l *rateLimit) appendClient(b []byte, a netip.Addr) []byte {
-	if a = a.Unmap(); !a.Is6() || l.v6bits <= 0 || l.v6bits >= 128 {
+	if a = a.Unmap().WithZone(""); !a.Is6() || l.v6bits <= 0 || l.v6bits >= 128 {
 		return a.AppendTo(b)
 	}
 	p, _ := a.Prefix(l.v6bits) // no error: 0 < v6bits < 128
