@@ -55,8 +55,8 @@ const (
 
 // keyValue returns the value of l's key header in req (nil when absent),
 // without surrounding spaces and tabs, or nil and false when req is to be
-// refused with errAmbiguousKey: the header comes on more than one field line under
-// any of l.names, or its value holds a comma.
+// refused with errAmbiguousKey: the header comes on more than one field
+// line under any of l.names, or its value holds a comma.
 func (l *rateLimit) keyValue(req request) ([]byte, bool) {
 	v, n := fieldValue(req, l.names)
 	if n > 1 || bytes.IndexByte(v, ',') >= 0 {
@@ -109,7 +109,7 @@ func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 		b = l.appendClient(b, client)
 	case len(hv) > maxKeyValue:
 		sum := sha256.Sum256(hv)
-		b = append(b, "|H|"...) // not "|h|": a digest is never taken for a value
+		b = append(b, "|H|"...) // not "|h|": a digest is never read as a value
 		b = append(b, sum[:]...)
 	default:
 		b = append(b, "|h|"...)
@@ -121,9 +121,10 @@ func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 // appendClient appends the client address a as l keys it: an IPv4 address
 // (IPv4-mapped ones included) whole, an IPv6 one by its first l.v6bits
 // bits, as a prefix (whole when v6bits is 128, or 0: not set); never with
-// a zone, which net/http's reader keeps and the others drop. An IPv6 client is usually
-// given a block of addresses (a /64 or more) and may send from any of
-// them: keyed by each, it would take a fresh limit with every address.
+// a zone, which net/http's reader keeps and the others drop. An IPv6
+// client is usually given a block of addresses (a /64 or more) and may
+// send from any of them: keyed by each, it would take a fresh limit with
+// every address.
 func (l *rateLimit) appendClient(b []byte, a netip.Addr) []byte {
 	if a = a.Unmap().WithZone(""); !a.Is6() || l.v6bits <= 0 || l.v6bits >= 128 {
 		return a.AppendTo(b)
