@@ -397,8 +397,11 @@ type Match struct {
 	// Methods lists the methods served. Default: all.
 	Methods []string `yaml:"methods"`
 	// Headers lists headers that must have exactly these values. Names
-	// are RFC 9110 tokens; values have no control characters but tab and
-	// no space at either end.
+	// are RFC 9110 tokens with at most MaxKeyHeaderSeparators '-' or '_';
+	// values have no control characters but tab and no space at either
+	// end. A header is read in any case and with each '-' or '_' either
+	// one; a request that sends it on more than one line is refused (400
+	// ambiguous_header) when a route looks at it.
 	Headers map[string]string `yaml:"headers"`
 }
 
@@ -454,9 +457,23 @@ type RateLimit struct {
 	// Key says whose limit a request counts against: "ip" (default: the
 	// client address), "header:NAME" (requests without it share one key),
 	// or "route" (one limit for the whole route). NAME is an RFC 9110
-	// token.
+	// token with at most MaxKeyHeaderSeparators '-' or '_'; the gateway
+	// reads the header under NAME in any case and with each '-' or '_'
+	// either one, and refuses (400) a request that sends it more than once
+	// or with a comma in its value.
 	Key string `yaml:"key"`
+	// IPv6Prefix is how many leading bits of an IPv6 client's address key
+	// it with key: ip. Default 64, the block one site or device is given,
+	// so that a client cannot take a fresh limit from each of its
+	// addresses; 128 keys each address. From 32 to 128.
+	IPv6Prefix int `yaml:"ipv6_prefix"`
 }
+
+// MaxKeyHeaderSeparators is how many '-' or '_' the name of a header the
+// gateway tells requests apart by (a rate limit's key header, a route's
+// match header) may have: it reads the header under every name that
+// differs from it only in them.
+const MaxKeyHeaderSeparators = 8
 
 // Concurrency limits requests in flight upstream: a static bulkhead (Max) or
 // an adaptive limit (Adaptive); not both.

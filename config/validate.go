@@ -427,6 +427,8 @@ func (v *validator) match(path string, m *Match) {
 		hp := path + ".headers." + name
 		if !isToken(name) {
 			v.at(hp, "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", name)
+		} else if strings.Count(name, "-")+strings.Count(name, "_") > MaxKeyHeaderSeparators {
+			v.at(hp, "%q has more than %d '-' or '_'", name, MaxKeyHeaderSeparators)
 		}
 		if !isHeaderValue(m.Headers[name]) {
 			v.at(hp, "a header value has no control characters and no leading or trailing space, got %q", m.Headers[name])
@@ -446,8 +448,13 @@ func (v *validator) policies(path string, p *Policies) {
 		}
 		if name, ok := strings.CutPrefix(rl.Key, "header:"); ok && !isToken(name) {
 			v.at(rp+".key", "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", name)
+		} else if ok && strings.Count(name, "-")+strings.Count(name, "_") > MaxKeyHeaderSeparators {
+			v.at(rp+".key", "%q has more than %d '-' or '_'", name, MaxKeyHeaderSeparators)
 		} else if !ok && rl.Key != "ip" && rl.Key != "route" {
 			v.at(rp+".key", `want "ip", "route" or "header:NAME", got %q`, rl.Key)
+		}
+		if rl.IPv6Prefix < 32 || rl.IPv6Prefix > 128 {
+			v.at(rp+".ipv6_prefix", "want a prefix length from 32 to 128, got %d", rl.IPv6Prefix)
 		}
 		if rl.Period.D() < MinDuration {
 			v.at(rp+".period", "want a period of at least %s, got %s", fmtDuration(MinDuration), fmtDuration(rl.Period.D()))

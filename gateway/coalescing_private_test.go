@@ -82,6 +82,7 @@ func TestCoalescingKeepsCallersApart(t *testing.T) {
 		name, header, extra string
 	}{
 		{"api-key", "X-Api-Key", ""},
+		{"api-key-underscore", "X_api_key", ""}, // CGI-style servers read it as X-Api-Key
 		{"cookie", "Cookie", ""},
 		{"authorization", "Authorization", ""},
 		{"rate-limit-key", "X-Client", `, rate_limit: {limit: 1000, key: "header:X-Client"}`},

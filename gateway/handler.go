@@ -61,10 +61,14 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	req := fastRequest{&ctx.Request}
-	rt := st.route(req)
+	rt, ambiguous := st.route(req)
 	if rt == nil {
-		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
-		g.finish(ctx, nil, start, "no_route", &x.obs)
+		code, reason := fasthttp.StatusNotFound, "no_route"
+		if ambiguous {
+			code, reason = fasthttp.StatusBadRequest, reasonAmbiguousHeader
+		}
+		writeError(ctx, code, reason, 0)
+		g.finish(ctx, nil, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
 	}
@@ -88,7 +92,13 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	var rl []byte       // the RateLimit header value, when the limit set one
 	var limitKey string // the request's rate-limit key, when the route has a limit
 	if rt.life.rate != nil {
-		limitKey = rt.life.rate.key(req, rt, clientIP(peer, xff, st.trusted))
+		var ok bool
+		if limitKey, ok = rt.life.rate.keyOf(req, rt, clientIP(peer, xff, st.trusted)); !ok {
+			writeError(ctx, fasthttp.StatusBadRequest, reasonAmbiguousKey, 0)
+			g.finish(ctx, rt, start, reasonAmbiguousKey, &x.obs)
+			g.exchanges.Put(x.reset())
+			return
+		}
 		v, ok := g.limitRate(ctx, rt, limitKey, x.rl[:0])
 		if !ok {
 			g.finish(ctx, rt, start, string(sluice.RateLimited), &x.obs)

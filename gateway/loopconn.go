@@ -238,8 +238,8 @@ func (cc *clientConn) serve() gnet.Action {
 		if !http1.ParseRequest(cc.in, h) {
 			return cc.handOver()
 		}
-		rt := st.route(h)
-		if h.ContentLength() > loopBody || (srv.MaxBodyBytes > 0 && h.ContentLength() > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
+		rt, ambiguous := st.route(h)
+		if ambiguous || h.ContentLength() > loopBody || (srv.MaxBodyBytes > 0 && h.ContentLength() > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
 			return cc.handOver()
 		}
 		if len(buf) < hlen+h.ContentLength() {
@@ -437,7 +437,14 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	cc.rt = rt
 	cc.wantClose = h.Close()
 	if rt.life.rate != nil {
-		v, ok := g.limitRate(ctx, rt, cc.rateKey(rt, clientIP(cc.peer, h.XForwardedFor(), st.trusted)), cc.rlBuf[:0])
+		key, ok := cc.rateKey(rt, clientIP(cc.peer, h.XForwardedFor(), st.trusted))
+		if !ok {
+			writeError(ctx, fasthttp.StatusBadRequest, reasonAmbiguousKey, 0)
+			cc.end(reasonAmbiguousKey)
+			cc.reply()
+			return
+		}
+		v, ok := g.limitRate(ctx, rt, key, cc.rlBuf[:0])
 		if !ok {
 			cc.end(string(sluice.RateLimited))
 			cc.reply()
@@ -483,17 +490,18 @@ func (cc *clientConn) attempt() {
 // rateKey returns the key of the request, from client, for rt's rate
 // limit: the connection's previous key when it is the same (same route,
 // client and key header), which saves making it again on every request of
-// a keep-alive connection.
-func (cc *clientConn) rateKey(rt *route, client netip.Addr) string {
-	var hv []byte
-	if name := rt.life.rate.header; name != "" {
-		hv = cc.head.Peek(name)
+// a keep-alive connection. It reports false when the request's key header
+// is ambiguous (see rateLimit.keyValue).
+func (cc *clientConn) rateKey(rt *route, client netip.Addr) (string, bool) {
+	hv, ok := rt.life.rate.keyValue(&cc.head)
+	if !ok {
+		return "", false
 	}
 	if cc.keyRoute != rt || cc.keyClient != client || !bytes.Equal(cc.keyHeader, hv) {
 		cc.keyRoute, cc.keyClient, cc.keyHeader = rt, client, append(cc.keyHeader[:0], hv...)
-		cc.key = rt.life.rate.key(&cc.head, rt, client)
+		cc.key = rt.life.rate.key(hv, rt, client)
 	}
-	return cc.key
+	return cc.key, true
 }
 
 // send sends the request to the attempt's target over an idle connection

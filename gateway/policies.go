@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/concurrency"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/ratelimit"
 	"github.com/sluicehq/sluice/retry"
 )
@@ -136,9 +137,9 @@ func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *st
 
 func buildRateLimit(name string, rl *config.RateLimit, prev *routePolicies, st *state) (*rateLimit, error) {
 	lim := ratelimit.Limit{Algorithm: ratelimit.Algorithm(rl.Algorithm), Limit: rl.Limit, Period: rl.Period.D(), Burst: rl.Burst}
-	r := &rateLimit{policy: policyHeader(name, lim), onError: st.cfg.Store.Redis.OnError, byRoute: rl.Key == "route"}
+	r := &rateLimit{policy: policyHeader(name, lim), onError: st.cfg.Store.Redis.OnError, byRoute: rl.Key == "route", v6bits: rl.IPv6Prefix}
 	if h, ok := strings.CutPrefix(rl.Key, "header:"); ok {
-		r.header = h
+		r.header, r.names = h, http1.CGINames(h)
 	}
 	if pr := prev.rate; pr != nil && pr.limiter != nil && prev.rateStore == st.store {
 		// Same store: keep the keys' state and change only the limit.

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"net/netip"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -15,27 +14,12 @@ import (
 // rateLimit is a route's rate limit: a limiter and how to key a request.
 type rateLimit struct {
 	limiter *ratelimit.Limiter
-	header  string // key by this header; "" with byRoute false keys by IP
+	header  string   // key by this header; "" with byRoute false keys by IP
+	names   []string // the names header is read under (http1.CGINames)
 	byRoute bool
+	v6bits  int                   // the prefix length an IPv6 client is keyed by (appendClient)
 	policy  []byte                // the RateLimit-Policy header value
 	onError ratelimit.ErrorPolicy // what a store failure does
-}
-
-// key returns whose limit req, from client, counts against on rt.
-func (l *rateLimit) key(req request, rt *route, client netip.Addr) string {
-	if l.byRoute {
-		return rt.name
-	}
-	var buf [128]byte
-	b := append(buf[:0], rt.name...)
-	if l.header != "" {
-		b = append(b, "|h|"...)
-		b = append(b, req.Peek(l.header)...)
-	} else {
-		b = append(b, "|ip|"...)
-		b = client.AppendTo(b)
-	}
-	return string(b)
 }
 
 // allow takes one event of key (see key). It returns whether the request

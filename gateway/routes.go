@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // matcher decides whether a route serves a request.
@@ -16,7 +17,13 @@ type matcher struct {
 	host    []byte   // exact host without port; nil = any
 	prefix  []byte   // path prefix; "/" matches all
 	methods [][]byte // nil = any
-	headers [][2]string
+	headers []headerMatch
+}
+
+// headerMatch is a header a route's requests must have with one value.
+type headerMatch struct {
+	names []string // the names it is read under (http1.CGINames)
+	value string
 }
 
 func newMatcher(m config.Match) matcher {
@@ -28,7 +35,7 @@ func newMatcher(m config.Match) matcher {
 		mt.methods = append(mt.methods, []byte(meth))
 	}
 	for k, v := range m.Headers {
-		mt.headers = append(mt.headers, [2]string{k, v})
+		mt.headers = append(mt.headers, headerMatch{http1.CGINames(k), v})
 	}
 	return mt
 }
@@ -65,9 +72,15 @@ func (f fastRequest) PeekAt(name string, i int) []byte {
 	return nil
 }
 
-func (m *matcher) matches(req request) bool {
+// matches reports whether req is one of the route's. A header the route
+// matches by is read as a rate limit's key header is (see fieldValue): a
+// request that sends it on more than one line is ambiguous, and reported
+// so (with false), for it to be refused rather than routed by a guess: a
+// client could otherwise be sent through one route's policies while the
+// upstream reads it as another's request.
+func (m *matcher) matches(req request) (ok, ambiguous bool) {
 	if !bytes.HasPrefix(req.Path(), m.prefix) {
-		return false
+		return false, false
 	}
 	if m.methods != nil {
 		meth := req.Method()
@@ -79,18 +92,22 @@ func (m *matcher) matches(req request) bool {
 			}
 		}
 		if !found {
-			return false
+			return false, false
 		}
 	}
 	if m.host != nil && !bytes.EqualFold(stripPort(req.Host()), m.host) {
-		return false
+		return false, false
 	}
 	for _, h := range m.headers {
-		if string(req.Peek(h[0])) != h[1] {
-			return false
+		v, n := fieldValue(req, h.names)
+		if n > 1 {
+			return false, true
+		}
+		if string(v) != h.value {
+			return false, false
 		}
 	}
-	return true
+	return true, false
 }
 
 func stripPort(host []byte) []byte {

@@ -21,14 +21,24 @@ import (
 // gateway, which does not forward it, so no answer can depend on it.
 var callerHeaders = []string{"Authorization", "Cookie", "X-Api-Key", "X-Auth-Token", "X-Access-Token"}
 
+// callerNames are the names callerHeaders are read under: each with every
+// '-' either '-' or '_' (see http1.CGINames), as CGI-style servers read them.
+var callerNames = func() []string {
+	var names []string
+	for _, h := range callerHeaders {
+		names = append(names, http1.CGINames(h)...)
+	}
+	return names
+}()
+
 // formHeaders are the request headers that most often choose the form of
 // an answer; requests that differ in them do not coalesce either.
 var formHeaders = []string{"Accept", "Accept-Encoding"}
 
 // coalescingKey identifies the requests that may share one upstream call:
 // same method, host and request target (path and query), same values of
-// callerHeaders, formHeaders and the route's own list (vary), and the same
-// rate-limit key (limitKey, "" when the route has no rate limit), which
+// callerHeaders (under callerNames), formHeaders and the route's own list
+// (vary), and the same rate-limit key (limitKey, "" when the route has no rate limit), which
 // names the caller as the route sees it. Every field is length-prefixed, so
 // that two different requests never have the same key.
 func coalescingKey(req *fasthttp.RequestHeader, limitKey string, vary []string) string {
@@ -38,7 +48,7 @@ func coalescingKey(req *fasthttp.RequestHeader, limitKey string, vary []string) 
 	b = appendField(b, req.RequestURI())
 	b = binary.AppendUvarint(b, uint64(len(limitKey)))
 	b = append(b, limitKey...)
-	for _, h := range callerHeaders {
+	for _, h := range callerNames {
 		b = appendValues(b, req, h)
 	}
 	for _, h := range formHeaders {

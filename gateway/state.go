@@ -27,14 +27,20 @@ type state struct {
 	version uint64
 }
 
-// route returns the first route that matches req, or nil.
-func (s *state) route(req request) *route {
+// route returns the first route that matches req, or nil. It returns nil
+// and true when req is ambiguous to the first route that cannot tell
+// whether it matches (see matcher.matches): then it is to be refused with
+// reasonAmbiguousHeader.
+func (s *state) route(req request) (*route, bool) {
 	for _, r := range s.routes {
-		if r.match.matches(req) {
-			return r
+		switch ok, ambiguous := r.match.matches(req); {
+		case ambiguous:
+			return nil, true
+		case ok:
+			return r, false
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // buildState builds cfg, reusing from old (which may be nil) every pool,

@@ -63,12 +63,16 @@ func stdForwarded(r *http.Request, st *state) (host, proto string) {
 
 // stdLimit takes r, on rt, through rt's rate limit. It returns the
 // X-Forwarded-For to send upstream (see forwardedFor), and the limit's
-// rejection when it refuses r. When the limit decided, its RateLimit and
+// rejection when it refuses r (errAmbiguousKey when r's key header is
+// ambiguous). When the limit decided, its RateLimit and
 // RateLimit-Policy headers are set on w, as the goroutine engine sets them.
 func stdLimit(w http.ResponseWriter, r *http.Request, st *state, rt *route) ([]byte, error) {
 	peer, xff := stdPeer(r), []byte(strings.Join(r.Header.Values("X-Forwarded-For"), ", "))
 	if rt.life.rate != nil {
-		key := rt.life.rate.key(stdRequest{r}, rt, clientIP(peer, xff, st.trusted))
+		key, ok := rt.life.rate.keyOf(stdRequest{r}, rt, clientIP(peer, xff, st.trusted))
+		if !ok {
+			return nil, errAmbiguousKey
+		}
 		ok, retryAfter, v := rt.life.rate.allow(key, rt, nil)
 		rt.metrics.RateLimit(ok)
 		if len(v) > 0 {

@@ -15,7 +15,8 @@ import (
 // reaches the upstream with the method its route admitted. It reports
 // whether r was one; ctx
 // holds r in fasthttp's form, for routing, metrics and the log. A request
-// that matches no route is left to the handler (404).
+// that matches no route is left to the handler (404), as is one the
+// routes cannot tell (400, see state.route).
 func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *http.Request) bool {
 	grpc := r.ProtoMajor == 2 && r.Method == http.MethodPost && isGRPC(r.Header.Get("Content-Type"))
 	if !grpc && !isStdWebSocket(r) {
@@ -23,9 +24,9 @@ func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *h
 	}
 	start := time.Now()
 	st := g.state.Load()
-	rt := st.route(fastRequest{&ctx.Request})
+	rt, _ := st.route(fastRequest{&ctx.Request})
 	if rt == nil {
-		return false
+		return false // the handler refuses it, with the reason
 	}
 	rt.inflight.Add(1)
 	o := new(observation)

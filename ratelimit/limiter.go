@@ -83,6 +83,8 @@ type Options struct {
 // limit allows one more event. The key is the one WithKey put in the call's
 // context, or Options.Key. A Limiter is safe for concurrent use; its limit
 // can be changed at run time with SetLimit, which keeps every key's state.
+// A key longer than MaxKeyLen is kept under its digest, so that a key's
+// memory in the Store is bounded.
 //
 // A rejected call gets a *LimitError, which satisfies
 // errors.Is(err, sluice.ErrRejected), carries Reason sluice.RateLimited and a
@@ -135,7 +137,7 @@ func (l *Limiter) SetLimit(lim Limit) error {
 // Allow asks the store for n events on key under the current limit, and
 // returns its answer as is: OnError is not applied.
 func (l *Limiter) Allow(ctx context.Context, key string, n int) (Decision, error) {
-	return l.store.AllowN(ctx, key, *l.limit.Load(), n)
+	return l.store.AllowN(ctx, storeKey(key), *l.limit.Load(), n)
 }
 
 // Acquire consumes one event of the key of ctx (see WithKey), or of
@@ -151,7 +153,7 @@ func (l *Limiter) Acquire(ctx context.Context) (sluice.Permit, error) {
 		key, report = v.key, v.report
 	}
 	lim := l.limit.Load()
-	d, err := l.store.AllowN(ctx, key, *lim, 1)
+	d, err := l.store.AllowN(ctx, storeKey(key), *lim, 1)
 	switch {
 	case err != nil:
 		if l.onError != FailClosed {

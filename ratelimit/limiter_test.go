@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -235,5 +236,48 @@ func TestLocalMatchesMemory(t *testing.T) {
 				t.Fatalf("%+v request %d: Local %+v, Memory %+v", l, i, got, want[i])
 			}
 		}
+	}
+}
+
+// keyStore is a Memory store that records the length of the longest key
+// it was handed.
+type keyStore struct {
+	*Memory
+	longest atomic.Int64
+}
+
+func (s *keyStore) AllowN(ctx context.Context, key string, l Limit, n int) (Decision, error) {
+	if n := int64(len(key)); n > s.longest.Load() {
+		s.longest.Store(n)
+	}
+	return s.Memory.AllowN(ctx, key, l, n)
+}
+
+// TestLimiterKeySize checks that a Limiter hands its Store no key longer
+// than MaxKeyLen+1 bytes, through Allow and Acquire, while keys that
+// differ, however long and however alike, keep states of their own, and a
+// key of MaxKeyLen bytes is kept as it is. (Keys were kept whole: a Memory
+// store bounded in keys held up to MaxKeys times the longest key a client
+// sent.)
+func TestLimiterKeySize(t *testing.T) {
+	store := &keyStore{Memory: NewMemory(MemoryOptions{Clock: clock.NewFake(time.Time{})})}
+	l, _ := newTestLimiter(t, Options{Store: store, Limit: Limit{Limit: 1, Period: time.Hour}})
+	long := strings.Repeat("k", 1<<20)
+	keys := []string{long, long[1:] + "x", long + "k", long[:MaxKeyLen+1], long[:MaxKeyLen+1-64] + strings.Repeat("0", 64)}
+	ctx := context.Background()
+	for i, key := range keys {
+		if d, err := l.Allow(ctx, key, 1); err != nil || !d.Allowed {
+			t.Errorf("key %d, first event: %+v, %v; want it admitted (a state of its own)", i, d, err)
+		}
+		if _, err := l.Acquire(WithKey(ctx, key)); err == nil {
+			t.Errorf("key %d, second event: admitted, want it limited", i)
+		}
+	}
+	if n := store.longest.Load(); n > MaxKeyLen+1 {
+		t.Errorf("the store was handed a key of %d bytes, want at most %d", n, MaxKeyLen+1)
+	}
+	short := long[:MaxKeyLen]
+	if storeKey(short) != short {
+		t.Errorf("a key of MaxKeyLen bytes was not kept as it is")
 	}
 }

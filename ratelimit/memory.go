@@ -74,7 +74,8 @@ type MemoryOptions struct {
 //
 // Each key costs about 185 bytes with a key of 11 bytes, and for SlidingLog
 // about 80 more plus 8 bytes per timestamp held (at most Limit); see
-// BenchmarkKeyed. The memory a store holds is about MaxKeys times that.
+// BenchmarkKeyed. The memory a store holds is about MaxKeys times that; a
+// Limiter hands it no key longer than MaxKeyLen+1 bytes.
 type Memory struct {
 	clock     clock.Clock
 	seed      maphash.Seed

@@ -35,7 +35,8 @@ func PolicyCode(err error) (codes.Code, bool) {
 
 // GRPCClassify is Classify for a gRPC call: the status code and reason
 // that answer a call stopped with err. A policy's error has its
-// PolicyCode; a *GRPCStatusError its own Code; otherwise Classify's reason
+// PolicyCode; a *GRPCStatusError its own Code; a GRPCCoder its GRPCCode;
+// otherwise Classify's reason
 // decides: a timeout is DEADLINE_EXCEEDED, a client that left CANCELED, an
 // upstream that could not be reached or broke the connection UNAVAILABLE,
 // an internal error INTERNAL, a request longer than the gateway takes
@@ -54,6 +55,10 @@ func GRPCClassify(err error) (codes.Code, string) {
 	if errors.As(err, &ge) {
 		return ge.Code, reason
 	}
+	var gc GRPCCoder
+	if errors.As(err, &gc) {
+		return gc.GRPCCode(), reason
+	}
 	if status == http.StatusRequestEntityTooLarge {
 		// A request longer than the gateway takes: as grpc-go answers a
 		// message over its size limit.
@@ -70,6 +75,14 @@ func GRPCClassify(err error) (codes.Code, string) {
 		return codes.Internal, reason
 	}
 	return CodeForHTTPStatus(status), reason
+}
+
+// GRPCCoder is implemented by an error of the gateway's own that knows the
+// gRPC status code it is answered with, where the code of its HTTP status
+// (see CodeForHTTPStatus) would say less: a request the gateway refuses as
+// invalid is INVALID_ARGUMENT, not the INTERNAL of a 400.
+type GRPCCoder interface {
+	GRPCCode() codes.Code
 }
 
 // CodeForHTTPStatus is the gRPC status code a client reads from an HTTP

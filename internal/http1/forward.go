@@ -116,9 +116,11 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 // ForwardedHeader reports whether k is one of the X-Forwarded-* headers
 // the gateway sets, or Forwarded (RFC 7239), which it never passes on (as
 // net/http's ReverseProxy): a client's word on who it is, its scheme or
-// its host must not reach the upstream beside the gateway's.
+// its host must not reach the upstream beside the gateway's. A name with
+// '_' for '-' is one of them too (see CGIName): X_Forwarded_For is
+// X-Forwarded-For to a CGI-style server.
 func ForwardedHeader(k []byte) bool {
-	return EqualName(k, "X-Forwarded-For") || EqualName(k, "X-Forwarded-Host") || EqualName(k, "X-Forwarded-Proto") ||
+	return CGIName(k, "X-Forwarded-For") || CGIName(k, "X-Forwarded-Host") || CGIName(k, "X-Forwarded-Proto") ||
 		EqualName(k, "Forwarded")
 }
 

@@ -1,0 +1,62 @@
+package gateway_test
+
+import (
+	"net/http"
+	"testing"
+)
+
+// TestRouteHeaderAmbiguous checks, on both engines over HTTP/1.1 and h2c,
+// that a request sending a header its route is matched by on more than
+// one line is refused with 400 ambiguous_header, and that the forms one
+// value can be dressed in (surrounding whitespace, '_' for '-') match as
+// that value. (The first line decided: "small" then "big" went through
+// the catch-all route's policies to an upstream that may read "big", and
+// so did X_Model: big, which CGI-style servers read as X-Model; over
+// HTTP/2, " big " did too.) A route that does not look at the header
+// does not refuse it.
+func TestRouteHeaderAmbiguous(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, proto := range []string{"h1", "h2c"} {
+			t.Run(proto, func(t *testing.T) {
+				up := startUpstream(t, "up", nil)
+				gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: big
+    match: {path_prefix: /m, headers: {X-Model: big}}
+    upstream: up
+    policies:
+      rate_limit: {limit: 1, period: 1h, key: route}
+  - name: rest
+    upstream: up
+`, engine, up.URL))
+				c := protoClient(t, proto, nil, "")
+				for i, s := range []struct {
+					path   string
+					header http.Header
+					code   int
+				}{
+					{"/m", http.Header{"X-Model": {"small", "big"}}, 400},
+					{"/m", http.Header{"X-Model": {"big"}, "X_model": {"small"}}, 400},
+					{"/m", http.Header{"X-Model": {"big"}}, 200},
+					{"/m", http.Header{"X-Model": {"big"}}, 429},
+					{"/m", http.Header{"X_model": {"big"}}, 429},
+					{"/m", http.Header{"X-Model": {" big\t"}}, 429},
+					{"/m", http.Header{"X-Model": {"small"}}, 200},
+					{"/other", http.Header{"X-Model": {"small", "big"}}, 200},
+				} {
+					r := do(t, c, "GET", gw.URL+s.path, s.header, nil)
+					if r.Code != s.code {
+						t.Errorf("step %d (%s %q): status %d, want %d", i, s.path, s.header, r.Code, s.code)
+						continue
+					}
+					if s.code == 400 && r.errorBody(t).Error != "ambiguous_header" {
+						t.Errorf("step %d: body %q, want ambiguous_header", i, r.Body)
+					}
+				}
+			})
+		}
+	})
+}
