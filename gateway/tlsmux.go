@@ -126,6 +126,7 @@ func (m *tlsMux) handshake(c net.Conn) {
 		_ = c.SetDeadline(time.Now().Add(d))
 	}
 	if err := tc.HandshakeContext(m.ctx); err != nil {
+		m.g.log.Debug("TLS handshake failed", "remote", c.RemoteAddr().String(), "error", err)
 		_ = c.Close()
 		return
 	}

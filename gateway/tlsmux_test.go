@@ -195,3 +195,27 @@ routes:
 		}
 	})
 }
+
+// TestTLSIgnoresH2CUpgrade sends a request asking to upgrade to h2c over
+// the TLS listener's HTTP/1.1, where h2c has no place (RFC 7540 section
+// 3.2): it is answered on HTTP/1.1, as a request whose Upgrade the
+// gateway does not take, on each engine.
+func TestTLSIgnoresH2CUpgrade(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+		tg := startGateway(t, parseConfig(t, tlsGatewayConfig, engine, certList(ca.Server("127.0.0.1")), up.URL, ""))
+		c, br := dialTLS(t, serveTLS(t, tg), ca.Pool, "http/1.1")
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || resp.ProtoMajor != 1 || string(body) != "ok" {
+			t.Errorf("%s %d %q, want HTTP/1.1 200 \"ok\"", resp.Proto, resp.StatusCode, body)
+		}
+	})
+}

@@ -244,7 +244,7 @@ if [ "$TLS" != 0 ]; then
 			echo "https $name $r $p" | tee -a "$results" >&2
 			[ "$H2" = 0 ] && continue
 			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "https://127.0.0.1:$(tls_port "$name")/")
-			if ! echo "$out" | grep -q "succeeded, 0 errored"; then
+			if ! echo "$out" | grep -q " 0 failed, 0 errored"; then
 				echo "$out" | grep -E "requests:|status codes:" >&2
 			fi
 			r=$(echo "$out" | awk '/^finished in/ {print $4}')
