@@ -37,8 +37,8 @@
 // of its requests runs through the goroutine engine's handler, so that
 // every engine drives the same lifecycle. The TLS listener's HTTP/1.1
 // connections go to the goroutine engine, on either server.engine
-// (tlsmux.go). Upstreams speak HTTP/1.1 (over TLS for
-// https targets) or HTTP/2 (h2upstream.go).
+// (tlsmux.go). Upstreams speak HTTP/1.1 (over TLS for https targets) or
+// HTTP/2 (h2upstream.go).
 //
 // Configuration comes from package config; Apply swaps a new configuration in
 // atomically, keeping the state of every policy whose settings did not change.

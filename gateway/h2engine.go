@@ -15,8 +15,8 @@ import (
 // h2Engine is the third engine, on net/http: it serves HTTP/2, over TLS
 // (the TLS listener hands it the connections whose ALPN chose h2,
 // tlsmux.go) and without (h2c: the loops and the goroutine engine hand it
-// the plaintext connections that speak it, h2c.go). Its requests drive the same lifecycle as the
-// other engines' (h2handler.go). HTTP/2 flow control paces a client that
+// the plaintext connections that speak it, h2c.go). Its requests drive
+// the same lifecycle as the other engines' (h2handler.go). HTTP/2 flow control paces a client that
 // sends a body faster than the upstream takes it, as TCP does on HTTP/1.1;
 // the limits are server.http2's and server.max_header_bytes, fixed when
 // the gateway is made (a reload does not change them).
