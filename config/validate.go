@@ -182,6 +182,7 @@ func (v *validator) config(c *Config) {
 	v.duration("server.idle_timeout", c.Server.IdleTimeout, MinDuration, MaxDuration)
 	v.duration("server.shutdown_timeout", c.Server.ShutdownTimeout, MinDuration, MaxDuration)
 	v.duration("server.websocket_idle_timeout", c.Server.WebSocketIdleTimeout, MinDuration, MaxDuration)
+	v.duration("server.grpc_idle_timeout", c.Server.GRPCIdleTimeout, MinDuration, MaxDuration)
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
 	}
@@ -495,14 +496,6 @@ func (v *validator) policies(path string, p *Policies) {
 			v.at(rp+".backoff.max", "max (%v) is below initial (%v)", r.Backoff.Max.D(), r.Backoff.Initial.D())
 		}
 		v.oneOf(rp+".backoff.jitter", r.Backoff.Jitter, []string{"full", "equal", "none"})
-		for i, on := range r.On {
-			if on == "connect_error" || on == "timeout" {
-				continue
-			}
-			if code, err := strconv.Atoi(on); err != nil || code < 100 || code > 599 {
-				v.at(fmt.Sprintf("%s.on[%d]", rp, i), "want connect_error, timeout or a status code, got %q", on)
-			}
-		}
 		if r.Budget <= 0 || r.Budget > 1 {
 			v.at(rp+".budget", "want a fraction in (0, 1], got %v", r.Budget)
 		}

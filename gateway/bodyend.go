@@ -9,14 +9,15 @@ type endHook struct {
 	ended bool
 }
 
-// streamedBody is a response body with an endHook: upstreamBody (the
-// goroutine engine's) and connBody (the loops').
+// streamedBody is a response body that runs a function once it ends:
+// upstreamBody (the goroutine engine's) and upstream.ConnBody (both
+// engines').
 type streamedBody interface {
-	atEnd(f func())
+	AtEnd(f func())
 }
 
-// atEnd makes f run when the body ends, or now if it has ended already.
-func (h *endHook) atEnd(f func()) {
+// AtEnd makes f run when the body ends, or now if it has ended already.
+func (h *endHook) AtEnd(f func()) {
 	if h.ended {
 		f()
 		return
@@ -24,7 +25,7 @@ func (h *endHook) atEnd(f func()) {
 	h.f = f
 }
 
-// end runs the function given to atEnd, once.
+// end runs the function given to AtEnd, once.
 func (h *endHook) end() {
 	h.ended = true
 	if f := h.f; f != nil {

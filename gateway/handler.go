@@ -100,7 +100,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
 	x.trusted = st.trusted.contains(peer)
 	if isWebSocket(h) {
-		reason := g.serveWebSocket(ctx, rt, x.xff, x.trusted)
+		reason := g.serveWebSocket(ctx, rt, x.xff, x.trusted, &x.obs)
 		g.finish(ctx, rt, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
@@ -113,7 +113,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		g.exchanges.Put(x.reset())
 		return
 	}
-	x.final = x.stream != nil || !idempotent(ctx.Method())
+	x.final = x.stream != nil || !http1.Idempotent(ctx.Method())
 	direct := !ctx.Request.Header.ConnectionClose()
 	if rt.life.rate != nil && (!direct || rt.life.group != nil) {
 		// Set now: they belong on every answer, and the paths below keep
@@ -247,16 +247,6 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 	return ""
 }
 
-// idempotent reports whether a request with this method may be sent twice
-// (RFC 9110 section 9.2.2).
-func idempotent(method []byte) bool {
-	switch string(method) {
-	case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE":
-		return true
-	}
-	return false
-}
-
 // forwardedList returns the client's X-Forwarded-For list (see http1.OneList),
 // so that its right-most address is always the one the nearest proxy
 // added.
@@ -309,7 +299,7 @@ func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, r
 			o.bytesOut = responseBodySize(ctx)
 			od := o.detached()
 			od.remote = ctx.RemoteAddr() // read here: a loop's connection is not the stream's to read
-			b.atEnd(func() { g.record(ctx, rt, start, code, reason, od) })
+			b.AtEnd(func() { g.record(ctx, rt, start, code, reason, od) })
 			return
 		}
 	}

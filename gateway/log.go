@@ -58,7 +58,7 @@ func (g *Gateway) logRequest(ctx *fasthttp.RequestCtx, route string, code int, r
 	}
 	target := ""
 	if o.target != nil {
-		target = o.target.url
+		target = o.target.URL
 	}
 	remote := o.remote
 	if remote == nil {

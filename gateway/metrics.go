@@ -34,10 +34,10 @@ func (g *Gateway) live() telemetry.Live {
 		l.Routes = append(l.Routes, rs)
 	}
 	for name, p := range st.pools {
-		for _, t := range p.targets {
-			ts := telemetry.TargetState{Upstream: name, URL: t.url, Healthy: t.healthy.Load(), InFlight: t.inflight.Load()}
-			if pb, ok := t.passive.(passiveBreaker); ok {
-				ts.Breaker = pb.State()
+		for _, t := range p.Targets() {
+			ts := telemetry.TargetState{Upstream: name, URL: t.URL, Healthy: t.Healthy(), InFlight: t.InFlight.Load()}
+			if b, ok := t.Breaker(); ok {
+				ts.Breaker = b
 			}
 			l.Targets = append(l.Targets, ts)
 		}
@@ -91,14 +91,14 @@ func forgetRemoved(old, next *state) {
 	type targetID struct{ upstream, url string }
 	targets := map[targetID]bool{}
 	for name, p := range next.pools {
-		for _, t := range p.targets {
-			targets[targetID{name, t.url}] = true
+		for _, t := range p.Targets() {
+			targets[targetID{name, t.URL}] = true
 		}
 	}
 	for name, p := range old.pools {
-		for _, t := range p.targets {
-			if !targets[targetID{name, t.url}] {
-				t.metrics.Forget()
+		for _, t := range p.Targets() {
+			if !targets[targetID{name, t.URL}] {
+				t.Metrics.Forget()
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,12 +73,12 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 // fall back beyond a static answer (see loopFlow).
 func loopRoute(rc *config.Route, st *state, p *pool) bool {
 	pc := &rc.Policies
-	if pc.Coalesce || p.h2 != nil || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
+	if pc.Coalesce || p.H2() != nil || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
 		(pc.RateLimit != nil && st.cfg.Store.Kind == "redis") || !loopFlow(pc) {
 		return false
 	}
-	for _, t := range p.targets {
-		if t.client.IsTLS {
+	for _, t := range p.Targets() {
+		if t.Client.IsTLS {
 			return false
 		}
 	}
@@ -179,11 +178,11 @@ func buildRetry(name string, rc *config.Retry, g *Gateway) (*retry.Retry, error)
 // that cannot be sent twice (its body was streamed, or its method is not
 // idempotent and the upstream may have seen it) is never retried: its
 // attempt's error is final.
-func retryOn(on []string) func(sluice.Result) bool {
-	connect, timeouts := slices.Contains(on, "connect_error"), slices.Contains(on, "timeout")
+func retryOn(on []config.RetryOn) func(sluice.Result) bool {
+	connect, timeouts := slices.Contains(on, config.RetryConnectError), slices.Contains(on, config.RetryTimeout)
 	codes := map[int]bool{}
-	for _, s := range on {
-		if c, err := strconv.Atoi(s); err == nil {
+	for _, o := range on {
+		if c := o.Status(); c != 0 {
 			codes[c] = true
 		}
 	}
