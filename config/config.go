@@ -144,7 +144,8 @@ type Redis struct {
 // Server holds the gateway listener's limits, which defeat slow-header and
 // slow-body clients.
 type Server struct {
-	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	// ReadHeaderTimeout bounds reading a request's headers, and a TLS
+	// handshake on the tls listener. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// ReadTimeout bounds reading a whole request, body included, but for
 	// a gRPC call's, which its own deadline bounds (a stream may last).
@@ -194,8 +195,9 @@ type Server struct {
 	// (retries), and hand everything else (coalescing, queues, a Redis
 	// store, streamed bodies, ...) to goroutines; or "goroutine": a
 	// goroutine per connection serves everything. "loop" needs Linux;
-	// elsewhere it means "goroutine". A change takes effect at the next
-	// start, not on reload.
+	// elsewhere it means "goroutine". Either way, goroutines serve the tls
+	// listener's HTTP/1.1 (the loops do no TLS). A change takes effect at
+	// the next start, not on reload.
 	Engine string `yaml:"engine"`
 }
 

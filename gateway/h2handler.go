@@ -296,10 +296,16 @@ func (c *h2Conn) SetReadDeadline(t time.Time) error {
 func (c *h2Conn) SetWriteDeadline(t time.Time) error { return c.rc.SetWriteDeadline(t) }
 
 // overTLS reports whether c, a request's connection on the goroutine
-// engine's handler, came over TLS (the HTTP/2 engine's TLS listener).
+// engine's handler, came over the TLS listener: HTTP/2 (an h2Conn with
+// TLS) or HTTP/1.1 (a tlsConn).
 func overTLS(c net.Conn) bool {
-	hc, ok := c.(*h2Conn)
-	return ok && hc.tls != nil
+	switch c := c.(type) {
+	case *h2Conn:
+		return c.tls != nil
+	case *tlsConn:
+		return true
+	}
+	return false
 }
 
 // setRemote sets c's peer address from a net/http request's RemoteAddr
