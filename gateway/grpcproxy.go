@@ -297,10 +297,12 @@ func (c *grpcCall) fetch(ctx context.Context, t *target, span *tracing.Attempt) 
 }
 
 // request builds the upstream request of an attempt to t, span the
-// attempt's span: the client's path, end-to-end headers and trailers (see
-// withRequestTrailers), the gateway's X-Forwarded-*, the route's rewrite
-// and header rules, TE: trailers (gRPC's), and what is left of the call's
-// deadline as grpc-timeout.
+// attempt's span: the client's path and end-to-end headers, the gateway's
+// X-Forwarded-*, the route's rewrite and header rules, TE: trailers
+// (gRPC's), and what is left of the call's deadline as grpc-timeout. The
+// client's request trailers are not sent: a gRPC request has none, and a
+// gRPC server (grpc-go's) answers one with a connection error, which
+// would end every call sharing the gateway's connection to it.
 func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt) (*http.Request, error) {
 	var body io.Reader = c.rest
 	if c.body != nil {
@@ -324,7 +326,6 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 	if err != nil {
 		return nil, err
 	}
-	withRequestTrailers(out, c.r, c.body != nil)
 	if c.body == nil {
 		out.ContentLength = -1
 	} else {
