@@ -402,7 +402,7 @@ func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, rea
 			return errClientGone
 		}
 	}
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, grpcWriteSize)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
@@ -436,10 +436,18 @@ func (c *grpcCall) sendHeld() {
 		h[http.TrailerPrefix+k] = vs
 	}
 	c.w.WriteHeader(http.StatusOK)
-	if len(a.body) > 0 {
-		_ = c.write(http.NewResponseController(c.w), a.body)
+	rc := http.NewResponseController(c.w)
+	// In pieces, as pass writes: server.write_timeout bounds each.
+	for b := a.body; len(b) > 0; b = b[min(len(b), grpcWriteSize):] {
+		if c.write(rc, b[:min(len(b), grpcWriteSize)]) != nil {
+			return
+		}
 	}
 }
+
+// grpcWriteSize is the most of an answer sent to the client at once (see
+// write).
+const grpcWriteSize = 32 << 10
 
 // write sends b to the client, flushed, within server.write_timeout: a
 // client that reads nothing of it for that long has its stream reset, and
