@@ -496,3 +496,38 @@ routes:
 		}
 	})
 }
+
+// TestHTTP2StreamPausesPastWriteTimeout streams an answer over h2c whose
+// upstream pauses between its two parts for longer than
+// server.write_timeout: the client reads it whole. The write timeout
+// bounds each write to a client that does not read; it is no limit on how
+// long a streamed answer may pause (server-sent events, tokens of an
+// inference). (Each part's write deadline stayed set after the part was
+// sent, and net/http's HTTP/2 server resets a stream whose deadline passes
+// even with nothing to write: the answer was cut at the pause.)
+func TestHTTP2StreamPausesPastWriteTimeout(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "first ")
+			w.(http.Flusher).Flush()
+			time.Sleep(1500 * time.Millisecond) // past the write timeout: a lower bound, whatever the machine
+			io.WriteString(w, "second")
+		})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, write_timeout: 1s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.URL))
+		resp, err := protoClient(t, "h2c", nil, "").Get(gw.URL + "/sse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || string(body) != "first second" {
+			t.Errorf("read %q, %v; want the whole answer", body, err)
+		}
+	})
+}
