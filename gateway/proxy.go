@@ -434,7 +434,11 @@ type upstreamBody struct {
 	endHook
 }
 
-func (b *upstreamBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.took(n, err)
+	return n, err
+}
 
 func (b *upstreamBody) Close() error {
 	if b.held {

@@ -326,6 +326,7 @@ func (b *connBody) Read(p []byte) (int, error) {
 		_ = b.conn.SetReadDeadline(b.trip.waitUntil(time.Now()))
 	}
 	n, err := b.read(p)
+	b.took(n, err)
 	if n > 0 && b.client != nil && b.send > 0 {
 		dl := time.Now().Add(b.send)
 		if !b.trip.deadline.IsZero() && b.trip.deadline.Before(dl) {
