@@ -209,5 +209,18 @@ func (d *dashboard) frame(r map[string]*RouteRates) *DashboardFrame {
 		}
 		f.Point.Routes[rs.Name] = p
 	}
+	for _, us := range f.Upstreams {
+		for _, ts := range us.Targets {
+			if log := d.g.targetLog.last(targetKey{us.Name, ts.URL}); log != nil {
+				if f.TargetTransitions == nil {
+					f.TargetTransitions = map[string]map[string][]Transition{}
+				}
+				if f.TargetTransitions[us.Name] == nil {
+					f.TargetTransitions[us.Name] = map[string][]Transition{}
+				}
+				f.TargetTransitions[us.Name][ts.URL] = log
+			}
+		}
+	}
 	return f
 }

@@ -21,6 +21,10 @@ type DashboardFrame struct {
 	// Transitions are the last state changes of each route's breaker, oldest
 	// first, by route name; a route whose breaker never changed is absent.
 	Transitions map[string][]Transition `json:"transitions,omitempty"`
+	// TargetTransitions are the last state changes of each target's
+	// passive-health breaker, oldest first, by upstream name and target
+	// URL; a target whose breaker never changed is absent.
+	TargetTransitions map[string]map[string][]Transition `json:"target_transitions,omitempty"`
 	// Point is this sample's entry in the history (the charts).
 	Point DashboardPoint `json:"point"`
 }

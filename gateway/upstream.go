@@ -18,7 +18,6 @@ import (
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/clock"
 	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/telemetry"
 )
 
 // target is one server of an upstream pool.
@@ -42,7 +41,7 @@ type target struct {
 	// connect bounds connecting to the target (connect_timeout).
 	connect time.Duration
 	// metrics records its attempts and breaker transitions.
-	metrics *telemetry.Target
+	metrics targetMetrics
 }
 
 // passiveHealth is what a target needs of its breaker. The outcomes it is
@@ -199,7 +198,7 @@ func newPool(name string, cfg *config.Upstream, tc *tls.Config, g *Gateway) *poo
 	for _, raw := range cfg.Targets {
 		u, _ := url.Parse(raw) // validated by config
 		t := &target{url: raw, client: upstreamClient(u, 4096, cfg.IdleTimeout.D(), cfg.ConnectTimeout.D(), tc), h2: p.h2,
-			wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D(), metrics: g.metrics.Target(name, raw)}
+			wait: cfg.ResponseHeaderTimeout.D(), connect: cfg.ConnectTimeout.D(), metrics: newTargetMetrics(g, name, raw)}
 		t.healthy.Store(true)
 		b, err := breaker.New(breaker.Options{
 			Name:                "target " + raw,
