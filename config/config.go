@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice/ratelimit"
@@ -531,11 +532,53 @@ type Retry struct {
 	// [connect_error, 502, 503, 504]. Only idempotent methods (GET, HEAD,
 	// OPTIONS, PUT, DELETE) and requests whose body can be replayed are
 	// retried.
-	On []string `yaml:"on"`
+	On []RetryOn `yaml:"on"`
 	// Budget is the fraction of recent requests that may be retried, so
 	// that retries cannot multiply an overload. Default 0.2.
 	Budget float64 `yaml:"budget"`
 }
+
+// RetryOn is one entry of retry.on, decoded once: RetryConnectError
+// ("connect_error"), RetryTimeout ("timeout"), or a status code from 100
+// to 599 ("503").
+type RetryOn int
+
+// The conditions of retry.on that are not status codes.
+const (
+	RetryConnectError RetryOn = -1
+	RetryTimeout      RetryOn = -2
+)
+
+// UnmarshalText decodes connect_error, timeout or a status code.
+func (o *RetryOn) UnmarshalText(b []byte) error {
+	switch s := string(b); s {
+	case "connect_error":
+		*o = RetryConnectError
+	case "timeout":
+		*o = RetryTimeout
+	default:
+		code, err := strconv.Atoi(s)
+		if err != nil || code < 100 || code > 599 {
+			return fmt.Errorf("want connect_error, timeout or a status code, got %q", s)
+		}
+		*o = RetryOn(code)
+	}
+	return nil
+}
+
+// MarshalText is UnmarshalText's inverse.
+func (o RetryOn) MarshalText() ([]byte, error) {
+	switch o {
+	case RetryConnectError:
+		return []byte("connect_error"), nil
+	case RetryTimeout:
+		return []byte("timeout"), nil
+	}
+	return strconv.AppendInt(nil, int64(o), 10), nil
+}
+
+// Status is the status code o names, 0 for connect_error and timeout.
+func (o RetryOn) Status() int { return max(int(o), 0) }
 
 // Backoff is the wait between attempts. Its durations are between
 // MinBackoff (1ns) and MaxDuration.

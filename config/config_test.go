@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +18,7 @@ func TestExampleConfigValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Routes[0]
-	if r.Policies.RateLimit.Period.D() != time.Minute || r.Policies.CircuitBreaker.Window.Size != "10s" || r.Policies.CircuitBreaker.Window.Span.D() != 10*time.Second || r.Policies.Retry.On[1] != "502" {
+	if r.Policies.RateLimit.Period.D() != time.Minute || r.Policies.CircuitBreaker.Window.Size != "10s" || r.Policies.CircuitBreaker.Window.Span.D() != 10*time.Second || r.Policies.Retry.On[1] != 502 {
 		t.Fatalf("decoded wrongly: %+v", r.Policies)
 	}
 }
@@ -267,5 +269,28 @@ routes:
 	}
 	if strings.Contains(err.Error(), "X-Fine") {
 		t.Errorf("a good name reported:\n%v", err)
+	}
+}
+
+// TestRetryOnDecodedOnce checks that retry.on is decoded into typed values
+// by the config package (the gateway never parses its strings), and that a
+// bad entry is reported at its own position.
+func TestRetryOnDecodedOnce(t *testing.T) {
+	const head = "upstreams: {a: {targets: [\"http://127.0.0.1:1\"]}}\nroutes: [{name: r, upstream: a, policies: {retry: {on: "
+	cfg, err := config.Parse("c.yaml", []byte(head+"[timeout, connect_error, 429]}}}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Routes[0].Policies.Retry.On, []config.RetryOn{config.RetryTimeout, config.RetryConnectError, 429}; !slices.Equal(got, want) {
+		t.Errorf("on = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"600", "99", "reset", "5o3", "-1"} {
+		src := head + "[connect_error, " + bad + "]}}}]\n"
+		_, err := config.Parse("c.yaml", []byte(src))
+		col := strings.LastIndex(src, bad) - strings.LastIndex(src, "\n"+"routes")
+		want := fmt.Sprintf("c.yaml:2:%d: routes[0].policies.retry.on[1]: want connect_error, timeout or a status code, got %q", col, bad)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("on: [connect_error, %s]: error %v, want %s", bad, err, want)
+		}
 	}
 }

@@ -154,7 +154,7 @@ func (d defaults) policies(path string, p *Policies) {
 		d.dur(rp+".backoff.max", &r.Backoff.Max, time.Second)
 		d.str(rp+".backoff.jitter", &r.Backoff.Jitter, "full")
 		if !d.given[rp+".on"] {
-			r.On = []string{"connect_error", "502", "503", "504"}
+			r.On = []RetryOn{RetryConnectError, 502, 503, 504}
 		}
 		d.float(rp+".budget", &r.Budget, 0.2)
 	}

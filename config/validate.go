@@ -495,14 +495,6 @@ func (v *validator) policies(path string, p *Policies) {
 			v.at(rp+".backoff.max", "max (%v) is below initial (%v)", r.Backoff.Max.D(), r.Backoff.Initial.D())
 		}
 		v.oneOf(rp+".backoff.jitter", r.Backoff.Jitter, []string{"full", "equal", "none"})
-		for i, on := range r.On {
-			if on == "connect_error" || on == "timeout" {
-				continue
-			}
-			if code, err := strconv.Atoi(on); err != nil || code < 100 || code > 599 {
-				v.at(fmt.Sprintf("%s.on[%d]", rp, i), "want connect_error, timeout or a status code, got %q", on)
-			}
-		}
 		if r.Budget <= 0 || r.Budget > 1 {
 			v.at(rp+".budget", "want a fraction in (0, 1], got %v", r.Budget)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -179,11 +178,11 @@ func buildRetry(name string, rc *config.Retry, g *Gateway) (*retry.Retry, error)
 // that cannot be sent twice (its body was streamed, or its method is not
 // idempotent and the upstream may have seen it) is never retried: its
 // attempt's error is final.
-func retryOn(on []string) func(sluice.Result) bool {
-	connect, timeouts := slices.Contains(on, "connect_error"), slices.Contains(on, "timeout")
+func retryOn(on []config.RetryOn) func(sluice.Result) bool {
+	connect, timeouts := slices.Contains(on, config.RetryConnectError), slices.Contains(on, config.RetryTimeout)
 	codes := map[int]bool{}
-	for _, s := range on {
-		if c, err := strconv.Atoi(s); err == nil {
+	for _, o := range on {
+		if c := o.Status(); c != 0 {
 			codes[c] = true
 		}
 	}
