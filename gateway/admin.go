@@ -42,7 +42,8 @@ type AdminOptions struct {
 // session cookie valid for /dashboard alone (see dashboardSite).
 //
 // The dashboard samples the gateway from the moment AdminHandler is called
-// until the gateway shuts down: every five seconds while nobody watches,
+// until the gateway shuts down, on the gateway's clock (Options.Clock: a
+// fake clock always has the next sample's timer waiting): every five seconds while nobody watches,
 // once a second while at least one event stream is open (for every viewer
 // at once, at most 16). It keeps its last 300 samples for the charts (five
 // minutes watched, up to 25 before), so that a page opened after an
