@@ -43,11 +43,11 @@ type AdminOptions struct {
 //
 // The dashboard samples the gateway from the moment AdminHandler is called
 // until the gateway shuts down, on the gateway's clock (Options.Clock: a
-// fake clock always has the next sample's timer waiting): every five seconds while nobody watches,
-// once a second while at least one event stream is open (for every viewer
-// at once, at most 16). It keeps its last 300 samples for the charts (five
-// minutes watched, up to 25 before), so that a page opened after an
-// incident still shows it. Its rates and
+// fake clock always has the next sample's timer waiting): every five
+// seconds while nobody watches, once a second while at least one event
+// stream is open (for every viewer at once, at most 16). It keeps its last
+// 300 samples for the charts (five minutes watched, up to 25 before), so
+// that a page opened after an incident still shows it. Its rates and
 // latencies come from the metrics of Gatherer (sluice_requests_total,
 // sluice_request_duration_seconds, sluice_ratelimit_decisions_total); it
 // shows none without it.
