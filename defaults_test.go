@@ -52,6 +52,18 @@ routes:
 		libBurst = "not the limit"
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	// gatewayOnly is a row with no library default ("—"): the gateway's
+	// duration, written as the table writes it ("5m", not "5m0s").
+	gatewayOnly := func(d time.Duration) [2]string {
+		s := d.String()
+		if strings.HasSuffix(s, "m0s") {
+			s = s[:len(s)-2]
+		}
+		if strings.HasSuffix(s, "h0m") {
+			s = s[:len(s)-2]
+		}
+		return [2]string{s, s}
+	}
 	// YAML path → the library's default, the gateway's.
 	code := map[string][2]string{
 		"rate_limit.algorithm":            {string(ratelimit.GCRA), p.RateLimit.Algorithm},
@@ -76,6 +88,8 @@ routes:
 		"concurrency.queue":               {"0", strconv.Itoa(p.Concurrency.Queue)},
 		"hedge.window":                    {strconv.Itoa(hedge.DefaultWindow), strconv.Itoa(p.Hedge.Window)},
 		"fallback.last_good.max_entries":  {strconv.Itoa(fallback.DefaultMaxKeys), strconv.Itoa(p.Fallback.LastGood.MaxEntries)},
+		"server.websocket_idle_timeout":   gatewayOnly(cfg.Server.WebSocketIdleTimeout.D()),
+		"server.grpc_idle_timeout":        gatewayOnly(cfg.Server.GRPCIdleTimeout.D()),
 	}
 
 	doc, err := os.ReadFile("docs/defaults.md")

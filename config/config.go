@@ -178,6 +178,14 @@ type Server struct {
 	// byte passed either way for this long, with a close frame 1001 to
 	// both ends. Default 5m.
 	WebSocketIdleTimeout Duration `yaml:"websocket_idle_timeout"`
+	// GRPCIdleTimeout ends a gRPC call through which no byte passed either
+	// way (no message from the client, none from the upstream) for this
+	// long: the client gets DEADLINE_EXCEEDED (grpc-message idle_timeout),
+	// the upstream's stream is reset, and the route's concurrency slot is
+	// released; the route's policies learn nothing of the upstream from
+	// it, since either side may be the silent one. It bounds every call,
+	// with or without a grpc-timeout. Default 5m.
+	GRPCIdleTimeout Duration `yaml:"grpc_idle_timeout"`
 	// HTTP2 holds the limits of HTTP/2 connections (TLS and h2c).
 	// MaxHeaderBytes bounds an HTTP/2 request's header list too.
 	HTTP2 HTTP2 `yaml:"http2"`
@@ -330,11 +338,13 @@ type GRPC struct {
 	// full method names ("/pkg.Service/Method") or whole services
 	// ("/pkg.Service/*"), retried when the route has a retry policy (on
 	// UNAVAILABLE, and on what retry.on names of connect_error and
-	// timeout). A call of any other method is sent once. Name only unary
+	// timeout), and hedged when it hedges and the call's request is one
+	// message (a unary call; never a client or bidirectional stream of
+	// several). A call of any other method is sent once. Name only unary
 	// and client-streaming methods: the gateway reads such a call's
 	// request whole (up to 1 MiB; a longer one is sent once) before it
-	// sends it, and its answer too, so that a retry can replace it.
-	// Default: none.
+	// sends it, and its answer too, so that a retry or a hedge can replace
+	// it. Default: none.
 	Idempotent []string `yaml:"idempotent"`
 }
 
@@ -619,8 +629,24 @@ type Fallback struct {
 	ContentType string `yaml:"content_type"`
 	// Body of the static answer. Default empty.
 	Body string `yaml:"body"`
+	// GRPCStatus is the grpc-status of the static answer to a gRPC call,
+	// which is a gRPC answer (HTTP 200): a code's name as gRPC spells it
+	// (UNAVAILABLE, OK, NOT_FOUND, ...) or its number, 0 to 16. Default
+	// UNAVAILABLE. With OK, the answer carries one message: Body, the
+	// message's protobuf encoding, when ContentType is application/grpc
+	// (YAML's "\x0a\x02hi" escapes write any byte), else an empty
+	// message (every field its default); then the OK status.
+	GRPCStatus string `yaml:"grpc_status"`
+	// GRPCMessage is the grpc-message of the static answer to a gRPC
+	// call. Default: the failure's reason (circuit_open, timeout, ...), as
+	// the gateway's own gRPC answers name it; none with OK.
+	GRPCMessage string `yaml:"grpc_message"`
+	// GRPCCode is GRPCStatus's number (-1 when it names none). Set by
+	// Parse and Load.
+	GRPCCode int `yaml:"-"`
 	// Static reports whether the static answer is the last level: when
-	// status, content_type or body is given, or when neither upstream nor
+	// status, content_type, body, grpc_status or grpc_message is given, or
+	// when neither upstream nor
 	// last_good is (a fallback of the static answer alone). Set by Parse
 	// and Load.
 	Static bool `yaml:"-"`

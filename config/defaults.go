@@ -75,6 +75,7 @@ func (d defaults) config(c *Config) {
 	d.int("server.max_header_bytes", &c.Server.MaxHeaderBytes, 32<<10)
 	d.dur("server.shutdown_timeout", &c.Server.ShutdownTimeout, 30*time.Second)
 	d.dur("server.websocket_idle_timeout", &c.Server.WebSocketIdleTimeout, 5*time.Minute)
+	d.dur("server.grpc_idle_timeout", &c.Server.GRPCIdleTimeout, 5*time.Minute)
 	d.str("server.engine", &c.Server.Engine, "loop")
 	d.int("server.http2.max_concurrent_streams", &c.Server.HTTP2.MaxConcurrentStreams, 250)
 	d.int("server.http2.max_stream_buffer_bytes", &c.Server.HTTP2.MaxStreamBufferBytes, 1<<20)

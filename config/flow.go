@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -31,7 +32,9 @@ const (
 // answer is given and the other attempt is cancelled, its upstream
 // connection closed. Only requests that may be sent twice are hedged: an
 // idempotent method (GET, HEAD, OPTIONS, PUT, DELETE) and a body kept in
-// memory. Each attempt passes the route's circuit breaker and concurrency
+// memory; for gRPC, a unary call of a method the route's grpc.idempotent
+// names (see GRPC), whose answer is good when its grpc-status is no
+// failure. Each attempt passes the route's circuit breaker and concurrency
 // limit and has the route's timeout.
 type Hedge struct {
 	// Delay is how long the first attempt may run before the hedge is
@@ -151,8 +154,10 @@ func (d defaults) flow(path string, p *Policies) {
 		fp := path + ".fallback"
 		d.int(fp+".status", &f.Status, 503)
 		d.str(fp+".content_type", &f.ContentType, "application/json")
+		d.str(fp+".grpc_status", &f.GRPCStatus, "UNAVAILABLE")
+		f.GRPCCode = grpcCode(f.GRPCStatus)
 		f.Static = d.given[fp+".status"] || d.given[fp+".content_type"] || d.given[fp+".body"] ||
-			(f.Upstream == "" && f.LastGood == nil)
+			d.given[fp+".grpc_status"] || d.given[fp+".grpc_message"] || (f.Upstream == "" && f.LastGood == nil)
 		if lg := f.LastGood; lg != nil {
 			lp := fp + ".last_good"
 			d.dur(lp+".max_age", &lg.MaxAge, time.Minute)
@@ -196,6 +201,9 @@ func (v *validator) flow(path string, r *Route, c *Config) {
 			v.at(fp+".upstream", "no upstream named %q", f.Upstream)
 		case f.Upstream == r.Upstream:
 			v.at(fp+".upstream", "%q is the route's own upstream: a fallback needs another", f.Upstream)
+		}
+		if f.GRPCCode < 0 {
+			v.at(fp+".grpc_status", "want a gRPC status code's name (OK, UNAVAILABLE, NOT_FOUND, ...) or number (0 to 16), got %q", f.GRPCStatus)
 		}
 		if p.Coalesce && (f.Upstream != "" || f.LastGood != nil) {
 			v.at(fp, "coalesced requests fall back to the static answer only: give either coalesce or the fallback's upstream and last_good")
@@ -245,4 +253,20 @@ func (v *validator) priority(pp string, pr *Priority, conc *Concurrency) {
 	if sum > 1+1e-9 {
 		v.at(pp+".shares", "the shares sum to %v: at most 1 of the limit can be guaranteed", sum)
 	}
+}
+
+// grpcCodes are gRPC's status codes' names, by number.
+var grpcCodes = []string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+	"OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// grpcCode returns the number of the gRPC status code s names (its name or
+// its number), -1 when it names none.
+func grpcCode(s string) int {
+	for i, name := range grpcCodes {
+		if s == name || s == strconv.Itoa(i) {
+			return i
+		}
+	}
+	return -1
 }

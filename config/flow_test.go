@@ -58,6 +58,8 @@ func TestFlowRefused(t *testing.T) {
 		{"last good max age 25h", two + "    policies: {fallback: {last_good: {max_age: 25h}}}\n", `max_age`, `routes[0].policies.fallback.last_good.max_age: want a duration between 1ms and 24h, got 25h`},
 		{"last good entries 0", two + "    policies: {fallback: {last_good: {max_entries: 0}}}\n", `max_entries`, `routes[0].policies.fallback.last_good.max_entries: want between 1 and 1048576 answers, got 0`},
 		{"last good bytes small", two + "    policies: {fallback: {last_good: {max_bytes: 100}}}\n", `max_bytes`, `routes[0].policies.fallback.last_good.max_bytes: want between 1024 and 1073741824 bytes, got 100`},
+		{"grpc status unknown", two + "    policies: {fallback: {grpc_status: NOPE}}\n", `grpc_status`, `routes[0].policies.fallback.grpc_status: want a gRPC status code's name (OK, UNAVAILABLE, NOT_FOUND, ...) or number (0 to 16), got "NOPE"`},
+		{"grpc status 17", two + "    policies: {fallback: {grpc_status: 17}}\n", `grpc_status`, `routes[0].policies.fallback.grpc_status: want a gRPC status code's name`},
 		{"last good bytes huge", two + "    policies: {fallback: {last_good: {max_bytes: 2000000000}}}\n", `max_bytes`, `routes[0].policies.fallback.last_good.max_bytes: want between 1024 and 1073741824 bytes, got 2000000000`},
 	}
 	for _, tt := range tests {
@@ -104,6 +106,9 @@ func TestFlowDefaults(t *testing.T) {
 	if p.Fallback.Static {
 		t.Errorf("a fallback with upstream and last_good and no static field has a static level")
 	}
+	if f := p.Fallback; f.GRPCStatus != "UNAVAILABLE" || f.GRPCCode != 14 || f.GRPCMessage != "" {
+		t.Errorf("grpc_status %q (%d), grpc_message %q; want UNAVAILABLE (14) and none", f.GRPCStatus, f.GRPCCode, f.GRPCMessage)
+	}
 
 	for _, tt := range []struct {
 		policies string
@@ -115,6 +120,8 @@ func TestFlowDefaults(t *testing.T) {
 		{"fallback: {upstream: b, status: 503}", true},
 		{"fallback: {last_good: {}, body: degraded}", true},
 		{"fallback: {upstream: b, content_type: application/json}", true},
+		{"fallback: {upstream: b, grpc_status: OK}", true},
+		{"fallback: {last_good: {}, grpc_message: degraded}", true},
 	} {
 		c, err := config.Parse("c.yaml", []byte(two+"    policies: {"+tt.policies+"}\n"))
 		if err != nil {
@@ -135,6 +142,8 @@ func TestFlowAccepted(t *testing.T) {
 		route + "    policies: {" + adaptive + "priority: {from: \"header:X-Tier\", values: {gold: critical, \"free tier\": best_effort}}}\n",
 		two + "    policies: {fallback: {upstream: b, last_good: {max_age: 1ms, max_entries: 1, max_bytes: 1024}}}\n",
 		two + "    policies: {fallback: {last_good: {max_age: 24h, max_entries: 1048576, max_bytes: 1073741824}, status: 200, body: ok}}\n",
+		two + "    policies: {fallback: {grpc_status: 16, grpc_message: \"try later\"}}\n",
+		two + "    policies: {fallback: {grpc_status: DATA_LOSS}}\n",
 	} {
 		if _, err := config.Parse("c.yaml", []byte(src)); err != nil {
 			t.Errorf("refused:\n%s\n%v", src, err)

@@ -24,6 +24,9 @@ routes:
 	if got := c.Server.WebSocketIdleTimeout.D(); got != 5*time.Minute {
 		t.Errorf("server.websocket_idle_timeout default = %v, want 5m", got)
 	}
+	if got := c.Server.GRPCIdleTimeout.D(); got != 5*time.Minute {
+		t.Errorf("server.grpc_idle_timeout default = %v, want 5m", got)
+	}
 	if got := c.Routes[0].GRPC.Idempotent; len(got) != 2 || got[0] != "/pkg.Svc/Get" {
 		t.Errorf("grpc.idempotent = %q", got)
 	}
@@ -33,7 +36,7 @@ routes:
 }
 
 func TestGRPCAndWebSocketErrors(t *testing.T) {
-	src := `server: {websocket_idle_timeout: 0s}
+	src := `server: {websocket_idle_timeout: 0s, grpc_idle_timeout: 25h}
 upstreams: {a: {targets: ["http://127.0.0.1:1"]}}
 routes:
   - name: r
@@ -47,6 +50,7 @@ routes:
 	got := err.Error()
 	for _, w := range []string{
 		`bad.yaml:1:34: server.websocket_idle_timeout: `,
+		`bad.yaml:1:57: server.grpc_idle_timeout: `,
 		`bad.yaml:6:25: routes[0].grpc.idempotent[0]: want a full method name`,
 		`bad.yaml:6:38: routes[0].grpc.idempotent[1]: want a full method name`,
 		`bad.yaml:6:48: routes[0].grpc.idempotent[2]: want a full method name`,

@@ -182,6 +182,7 @@ func (v *validator) config(c *Config) {
 	v.duration("server.idle_timeout", c.Server.IdleTimeout, MinDuration, MaxDuration)
 	v.duration("server.shutdown_timeout", c.Server.ShutdownTimeout, MinDuration, MaxDuration)
 	v.duration("server.websocket_idle_timeout", c.Server.WebSocketIdleTimeout, MinDuration, MaxDuration)
+	v.duration("server.grpc_idle_timeout", c.Server.GRPCIdleTimeout, MinDuration, MaxDuration)
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
 	}

@@ -82,12 +82,12 @@ func (b *clientBody) Read(p []byte) (int, error) {
 }
 
 // classify is the gateway's sluice.Classifier: DefaultClassifier, except
-// that a failure of the client's own request body, a client that left, or
-// a hedged attempt that another won, says nothing about the upstream
-// (Ignored), so that clients cannot trip breakers or shrink limits with
-// broken uploads or by hanging up.
+// that a failure of the client's own request body, a client that left, a
+// hedged attempt that another won, or a gRPC call ended idle, says nothing
+// about the upstream (Ignored), so that clients cannot trip breakers or
+// shrink limits with broken uploads, by hanging up or by staying silent.
 func classify(ctx context.Context, err error) sluice.Class {
-	if errors.Is(err, errClientBody) || errors.Is(err, errClientGone) || errors.Is(err, errLost) {
+	if errors.Is(err, errClientBody) || errors.Is(err, errClientGone) || errors.Is(err, errLost) || errors.Is(err, errGRPCIdle) {
 		return sluice.Ignored
 	}
 	return sluice.DefaultClassifier(ctx, err)

@@ -73,7 +73,7 @@ func buildFlow(pc *config.Policies, prev *flowPolicies, st *state, g *Gateway) (
 // buildHedge builds a route's hedge: one hedge at most per request, granted
 // by a budget of hc.Budget hedges per request over the budget's window
 // (and no floor: a quiet route hedges only as its traffic allows). A
-// losing attempt's response is freed.
+// losing attempt's response is freed (a gRPC call's open answer closed).
 func buildHedge(hc *config.Hedge, g *Gateway) (*hedge.Policy, *retry.Budget, error) {
 	budget, err := retry.NewBudget(retry.BudgetOptions{Ratio: hc.Budget, MinPerSecond: -1, Clock: g.clock})
 	if err != nil {
@@ -87,8 +87,11 @@ func buildHedge(hc *config.Hedge, g *Gateway) (*hedge.Policy, *retry.Budget, err
 		MaxHedges: 1,
 		Budget:    budget,
 		Discard: func(v any) {
-			if resp, ok := v.(*fasthttp.Response); ok && resp != nil {
-				releaseResponse(resp)
+			switch v := v.(type) {
+			case *fasthttp.Response:
+				releaseResponse(v)
+			case *grpcOpen:
+				v.discard()
 			}
 		},
 		Clock: g.clock,

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/internal/requestid"
@@ -39,7 +40,15 @@ import (
 //     timeout), and only while nothing of the answer was sent: their
 //     request is read whole first (up to maxReplayBody) and their answer
 //     too (up to maxReplayBody, then it streams and is final);
-//   - a static fallback never answers a gRPC call.
+//   - on a route that hedges, those of them whose request is one message
+//     (unary calls) are hedged (see grpchedge.go);
+//   - a call through which no byte passed either way for
+//     server.grpc_idle_timeout ends with DEADLINE_EXCEEDED (see grpcIdle);
+//   - a route's static fallback answers, in gRPC (see grpcFallback and
+//     config.Fallback.GRPCStatus), a call its route could not answer and
+//     one whose upstream's answer is a failing status with nothing sent
+//     before it (held, or Trailers-Only); its other levels (another
+//     upstream, the last good answer) are HTTP's only.
 //
 // Calls go upstream over HTTP/2, whatever the upstream's protocol: over
 // its own transport when it is h2 or h2c, else h2c to http:// targets and
@@ -57,21 +66,21 @@ type grpcCall struct {
 	body              []byte      // the request, read whole when the call may be retried
 	rest              io.Reader   // the request when it streams
 	sent              bool        // rest was given to an attempt
-	// hold: the call may be retried, so an answer is read whole before any
-	// of it is sent.
+	// hold: the call may be retried or hedged, so an answer is read whole
+	// before any of it is sent.
 	hold  bool
-	held  *heldAnswer // the last attempt's answer, read whole
-	wrote bool        // an answer was sent to the client (headers at least)
-	// obs is the call's log and trace record; span the attempt in
-	// flight's span (nil when tracing is off).
-	obs  *observation
-	span *tracing.Attempt
+	held  *heldAnswer  // the last attempt's answer, read whole
+	wrote bool         // an answer was sent to the client (headers at least)
+	obs   *observation // the call's log and trace record
+	idle  *grpcIdle    // ends the call after server.grpc_idle_timeout without a byte
 }
 
-// heldAnswer is an upstream's gRPC answer read whole.
+// heldAnswer is an upstream's gRPC answer read whole; or, when rest is
+// not nil, the start (body) of one too long to hold, whose rest streams.
 type heldAnswer struct {
 	header, trailer http.Header
 	body            []byte
+	rest            *http.Response
 }
 
 // serveGRPC serves the gRPC call r on rt and returns the reason for the
@@ -93,15 +102,26 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	// stream may last.
 	dl, _ := ctx.Deadline() // zero: none
 	_ = http.NewResponseController(w).SetReadDeadline(dl)
-	in := newClientBody(r.Body, st.cfg.Server.MaxBodyBytes)
-	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in, obs: obs}
+	// ... and by server.grpc_idle_timeout, whatever its deadline.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := watchGRPCIdle(rt.life.clock, st.cfg.Server.GRPCIdleTimeout.D(), cancel, r.Body)
+	defer idle.stop()
+	in := newClientBody(idle.reader(r.Body), st.cfg.Server.MaxBodyBytes)
+	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in, obs: obs, idle: idle}
 	c.fwdHost, c.fwdProto = stdForwarded(r, st)
-	if rt.policies.retry != nil && rt.grpc.idempotent(r.URL.Path) {
-		if reason := c.readRequest(); reason != "" {
+	if (rt.policies.retry != nil || rt.life.flow.hedge != nil) && rt.grpc.idempotent(r.URL.Path) {
+		if reason := c.readRequest(ctx); reason != "" {
 			return reason
 		}
 	}
-	err = c.run(ctx)
+	err = grpcIdleCause(ctx, c.run(ctx))
+	if !c.wrote && err != nil {
+		// The failure, or the upstream's failing answer, replaced.
+		if reason := grpcFallback(w, rt, err); reason != "" {
+			return reason
+		}
+	}
 	switch {
 	case c.wrote:
 	case c.held != nil:
@@ -119,13 +139,25 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 func (c *grpcCall) run(ctx context.Context) error {
 	var cl call
 	cl.start(c.rt.life, stdRequest{c.r}, !c.hold, c.obs)
+	hedged := c.hedged()
+	if hedged {
+		c.rt.life.flow.hedgeBudget.Deposit()
+	}
 	for {
-		a, err := cl.begin()
-		if err != nil {
-			return err
+		var o sluice.Outcome
+		if hedged {
+			if o = c.race(ctx, &cl); o.Class == sluice.Dropped {
+				return o.Err // refused: never retried
+			}
+		} else {
+			a, err := cl.begin()
+			if err != nil {
+				return err
+			}
+			o = cl.settle(&a, http.StatusOK, nil, c.attempt(ctx, &a))
 		}
-		err = c.attempt(ctx, &a)
-		delay, again, err := cl.end(&a, http.StatusOK, nil, err)
+		delay, again := cl.next(o)
+		err := o.Err
 		if !again {
 			return err
 		}
@@ -154,11 +186,12 @@ func sleepCtx(ctx context.Context, lc *lifecycle, d time.Duration) bool {
 
 // readRequest reads the call's request whole, so that it can be sent
 // again, up to maxReplayBody: a longer one streams, and the call is sent
-// once. It answers and returns the reason when the request cannot be read.
-func (c *grpcCall) readRequest() string {
+// once. It answers and returns the reason when the request cannot be read
+// (or the call, ctx, ended idle meanwhile).
+func (c *grpcCall) readRequest(ctx context.Context) string {
 	b, err := io.ReadAll(io.LimitReader(c.in, maxReplayBody+1))
 	if err != nil {
-		return writeGRPCError(c.w, err) // errClientBody, or errBodyTooLarge
+		return writeGRPCError(c.w, grpcIdleCause(ctx, err)) // errClientBody, errBodyTooLarge or errGRPCIdle
 	}
 	if len(b) > maxReplayBody {
 		c.rest = io.MultiReader(bytes.NewReader(b), c.in)
@@ -183,8 +216,7 @@ func (c *grpcCall) attempt(ctx context.Context, a *attempt) error {
 		ctx, cancel = context.WithDeadline(ctx, a.start.Add(d))
 		defer cancel()
 	}
-	c.span = a.span
-	err := c.exchange(ctx, a.t)
+	err := c.exchange(ctx, a.t, a.span)
 	if err != nil && (c.wrote || !c.hold) {
 		// Sent once: the call is not idempotent (its request streamed to
 		// the target, which closes it on failure), or its answer is on
@@ -194,12 +226,35 @@ func (c *grpcCall) attempt(ctx context.Context, a *attempt) error {
 	return err
 }
 
-// exchange sends the call to t and reads its answer: held whole when the
-// call may be retried, passed on as it comes otherwise.
-func (c *grpcCall) exchange(ctx context.Context, t *target) error {
-	out, err := c.request(ctx, t)
+// exchange sends the call to t, span the attempt's span, and reads its
+// answer: held whole when the call may be retried, passed on as it comes
+// otherwise.
+func (c *grpcCall) exchange(ctx context.Context, t *target, span *tracing.Attempt) error {
+	if !c.hold {
+		resp, err := c.roundTrip(ctx, t, span)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		return c.pass(ctx, t, resp, nil)
+	}
+	h, err := c.fetch(ctx, t, span)
+	if h != nil && h.rest != nil {
+		// Too long to hold: it streams, and the call is final.
+		defer h.rest.Body.Close()
+		return c.pass(ctx, t, h.rest, h.body)
+	}
+	c.held = h
+	return err
+}
+
+// roundTrip sends the call to t, span the attempt's span, and returns the
+// upstream's answer (its body to be closed), or the attempt's error: a
+// *StatusError for an HTTP status other than 200.
+func (c *grpcCall) roundTrip(ctx context.Context, t *target, span *tracing.Attempt) (*http.Response, error) {
+	out, err := c.request(ctx, t, span)
 	if err != nil {
-		return &UpstreamError{Target: t.url, Err: err}
+		return nil, &UpstreamError{Target: t.url, Err: err}
 	}
 	tr := t.h2 // an h2 or h2c upstream's own transport
 	if tr == nil {
@@ -207,34 +262,46 @@ func (c *grpcCall) exchange(ctx context.Context, t *target) error {
 	}
 	resp, err := tr.RoundTrip(out)
 	if err != nil {
-		return transportError(ctx, t, err)
+		return nil, transportError(ctx, t, err)
 	}
-	defer resp.Body.Close()
+	resp.Body = c.idle.reader(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplayBody))
+		resp.Body.Close()
 		ra, _ := answer.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		return &StatusError{StatusCode: resp.StatusCode, RetryAfter: ra}
+		return nil, &StatusError{StatusCode: resp.StatusCode, RetryAfter: ra}
 	}
-	if c.hold {
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplayBody+1))
-		switch {
-		case err != nil:
-			return transportError(ctx, t, err)
-		case len(b) <= maxReplayBody:
-			c.held = &heldAnswer{header: resp.Header, trailer: resp.Trailer, body: b}
-			return grpcStatus(resp.Header, resp.Trailer)
-		}
-		// Too long to hold: it streams, and the call is final.
-		return c.pass(ctx, t, resp, b)
-	}
-	return c.pass(ctx, t, resp, nil)
+	return resp, nil
 }
 
-// request builds the upstream request of an attempt to t: the client's
-// path and end-to-end headers, the gateway's X-Forwarded-*, the route's
-// rewrite and header rules, TE: trailers (gRPC's), and what is left of the
-// call's deadline as grpc-timeout.
-func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error) {
+// fetch sends the call to t, span the attempt's span, and reads its answer
+// whole, up to maxReplayBody: it returns the answer and its grpc-status as
+// an error (see grpcStatus). An answer too long to hold is returned open
+// (its rest to read and close) with what was read of it, and no error.
+// It returns the attempt's error alone when there is no answer.
+func (c *grpcCall) fetch(ctx context.Context, t *target, span *tracing.Attempt) (*heldAnswer, error) {
+	resp, err := c.roundTrip(ctx, t, span)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplayBody+1))
+	switch {
+	case err != nil:
+		resp.Body.Close()
+		return nil, transportError(ctx, t, err)
+	case len(b) > maxReplayBody:
+		return &heldAnswer{body: b, rest: resp}, nil
+	}
+	resp.Body.Close()
+	return &heldAnswer{header: resp.Header, trailer: resp.Trailer, body: b}, grpcStatus(resp.Header, resp.Trailer)
+}
+
+// request builds the upstream request of an attempt to t, span the
+// attempt's span: the client's path, end-to-end headers and trailers (see
+// withRequestTrailers), the gateway's X-Forwarded-*, the route's rewrite
+// and header rules, TE: trailers (gRPC's), and what is left of the call's
+// deadline as grpc-timeout.
+func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt) (*http.Request, error) {
 	var body io.Reader = c.rest
 	if c.body != nil {
 		body = bytes.NewReader(c.body)
@@ -257,6 +324,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 	if err != nil {
 		return nil, err
 	}
+	withRequestTrailers(out, c.r, c.body != nil)
 	if c.body == nil {
 		out.ContentLength = -1
 	} else {
@@ -274,7 +342,7 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 	out.Header.Set("X-Forwarded-Host", c.fwdHost)
 	out.Header.Set("X-Forwarded-Proto", c.fwdProto)
 	out.Header.Set(requestid.Header, string(c.obs.id))
-	if tp, ts := c.span.Headers(); tp != nil {
+	if tp, ts := span.Headers(); tp != nil {
 		out.Header.Set("Traceparent", string(tp))
 		out.Header.Del("Tracestate")
 		if ts != "" {
@@ -297,8 +365,17 @@ func (c *grpcCall) request(ctx context.Context, t *target) (*http.Request, error
 // was read of it (read), each read flushed, then its trailers. It returns
 // the answer's grpc-status as an error (see grpcStatus); when the upstream
 // breaks off the answer, the client's answer ends with UNAVAILABLE (or
-// DEADLINE_EXCEEDED) in its trailers.
+// DEADLINE_EXCEEDED) in its trailers. A failing Trailers-Only answer is
+// not sent when the route has a static fallback, which answers instead.
 func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, read []byte) error {
+	if resp.Header.Get(hdrGRPCStatus) != "" && c.rt.life.fallback != nil && c.rt.life.fallback.Static {
+		// Trailers-Only: when it is a failure, nothing was sent of it
+		// and the route's static fallback replaces it.
+		if err := grpcStatus(resp.Header, nil); err != nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplayBody))
+			return err
+		}
+	}
 	h := c.w.Header()
 	c.copyHeader(h, resp.Header)
 	for k := range resp.Trailer { // announced, and sent once the body ends
@@ -380,9 +457,13 @@ func copyEndToEnd(dst, src http.Header) {
 }
 
 // transportError is the error of an attempt to t that the transport failed
-// with err: the client's own (its request broke off, or passed
-// server.max_body_bytes) as it is, else the upstream's.
+// with err: errGRPCIdle when the call ended idle, the client's own (its
+// request broke off, or passed server.max_body_bytes) as it is, else the
+// upstream's.
 func transportError(ctx context.Context, t *target, err error) error {
+	if err := grpcIdleCause(ctx, nil); err != nil {
+		return err
+	}
 	if errors.Is(err, errClientBody) {
 		return err
 	}

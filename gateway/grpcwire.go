@@ -115,11 +115,14 @@ func writeGRPCError(w http.ResponseWriter, err error) string {
 // grpcMessage is the grpc-message of the gateway's answer to a call that
 // ended with err, whose reason is reason: the upstream's own message when
 // err is its failing status, else the reason, as the JSON body of other
-// requests' errors names it; never err's text, which names targets and
-// their addresses.
+// requests' errors names it (idle_timeout for a call ended idle); never
+// err's text, which names targets and their addresses.
 func grpcMessage(err error, reason string) string {
 	if ge := (*answer.GRPCStatusError)(nil); errors.As(err, &ge) {
 		return ge.Message
+	}
+	if errors.Is(err, errGRPCIdle) {
+		return grpcIdleMessage
 	}
 	return reason
 }

@@ -99,7 +99,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	x.xff = forwardedFor(x.xff[:0], peer, xff, st.trusted)
 	x.trusted = st.trusted.contains(peer)
 	if isWebSocket(h) {
-		reason := g.serveWebSocket(ctx, rt, x.xff, x.trusted)
+		reason := g.serveWebSocket(ctx, rt, x.xff, x.trusted, &x.obs)
 		g.finish(ctx, rt, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return

@@ -40,7 +40,7 @@ func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *h
 	if grpc {
 		reason = g.serveGRPC(sw, r, st, rt, o)
 	} else {
-		reason, carry = g.serveStdWebSocket(sw, r, st, rt)
+		reason, carry = g.serveStdWebSocket(sw, r, st, rt, o)
 	}
 	ctx.Response.SetStatusCode(sw.status(reason))
 	g.finish(ctx, rt, start, reason, o) // the request is answered; its WebSocket is not a request

@@ -14,6 +14,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/http1"
+	"github.com/sluicehq/sluice/internal/requestid"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/wstunnel"
 )
 
@@ -24,7 +26,11 @@ import (
 // to the handshake as to any request; the route's breaker and concurrency
 // limit admit it; the handshake goes to one target (no retry, bounded by
 // the route's timeout and the upstream's connect and response-header
-// timeouts) and its answer comes back. After a 101 the connection is
+// timeouts) and its answer comes back. The handshake carries the request's
+// id (X-Request-Id: the client's when well formed, else a new one, as the
+// log line names it) and, when tracing is on, the W3C trace context of
+// its attempt's span (traceparent, tracestate), as an HTTP request's
+// attempt does; the span ends with the handshake's answer. After a 101 the connection is
 // carried both ways (internal/wstunnel) until either side closes it or it
 // stays idle for server.websocket_idle_timeout; on shutdown, those still
 // open at the deadline get a close frame 1001.
@@ -62,12 +68,13 @@ type wsCall struct {
 }
 
 // wsOpen admits a handshake on rt and sends it to a target: head returns
-// the request head for the target at host. When it returns an error, the
+// the request head for the target at host, span its attempt's span (nil
+// when tracing is off); obs records the attempt. When it returns an error, the
 // handshake was refused or failed before an answer, and nothing is held.
 // When the answer is not 101, it is the upstream's refusal to pass on
 // (its body reads from up, which the caller closes), and nothing is held.
 // After a 101, exactly one of carry and abandon must follow.
-func (g *Gateway) wsOpen(rt *route, head func(host string) []byte) (*wsCall, net.Conn, *http.Response, error) {
+func (g *Gateway) wsOpen(rt *route, obs *observation, head func(host string, span *tracing.Attempt) []byte) (*wsCall, net.Conn, *http.Response, error) {
 	bg := context.Background()
 	c := &wsCall{g: g, rt: rt}
 	var err error
@@ -78,7 +85,7 @@ func (g *Gateway) wsOpen(rt *route, head func(host string) []byte) (*wsCall, net
 		c.hs.End(bg, errNoVerdict)
 		return nil, nil, nil, err
 	}
-	up, resp, err := g.wsHandshake(rt, head)
+	up, resp, err := g.wsHandshake(rt, obs, head)
 	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
 		verdict := err
 		if err == nil && resp.StatusCode >= 500 {
@@ -117,17 +124,20 @@ func (c *wsCall) abandon(up net.Conn) {
 // the target sent after its answer's head, with the answer (its body not
 // read). The route's timeout, the upstream's connect timeout and its
 // response-header timeout bound it; the target's passive health learns its
-// outcome.
-func (g *Gateway) wsHandshake(rt *route, head func(host string) []byte) (net.Conn, *http.Response, error) {
+// outcome, and obs records it as the request's attempt.
+func (g *Gateway) wsHandshake(rt *route, obs *observation, head func(host string, span *tracing.Attempt) []byte) (net.Conn, *http.Response, error) {
 	t := rt.pool.choose(nil)
 	permit := t.permit()
-	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.client.Addr))
+	span := obs.beginAttempt(t, "")
+	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.client.Addr, span))
 	if err != nil {
 		ue := upstreamError(t, err)
+		endAttempt(span, 0, ue)
 		o, _ := attemptResult(0, nil, ue)
 		permit.Done(o)
 		return nil, nil, ue
 	}
+	endAttempt(span, resp.StatusCode, nil)
 	o, _ := attemptResult(resp.StatusCode, nil, nil)
 	permit.Done(o)
 	return conn, resp, nil
@@ -184,15 +194,19 @@ type wsHandshakeFrom struct {
 	// fwdHost and fwdProto are the X-Forwarded-Host and -Proto to send:
 	// the client's Host and scheme, or a trusted proxy's own values.
 	fwdHost, fwdProto []byte
+	id                []byte      // the request's id
 	rules             *routeRules // the route's; nil when none
 }
 
 // wsRequestHead is the handshake sent to the target at host: the client's
 // request line and end-to-end headers (the Sec-WebSocket-* ones among
 // them), Host naming the target (the client's with preserve_host), the
-// gateway's X-Forwarded-*, the route's rewrite and header rules, and the
-// Upgrade and Connection of a WebSocket handshake.
-func wsRequestHead(f wsHandshakeFrom, host string) []byte {
+// gateway's X-Forwarded-* and X-Request-Id, the trace context of span (the
+// attempt's; with tracing off, nil, and the client's passes), the route's
+// rewrite and header rules, and the Upgrade and Connection of a WebSocket
+// handshake. As for other requests, the route's rules replace what they
+// set or remove of the gateway's headers.
+func wsRequestHead(f wsHandshakeFrom, host string, span *tracing.Attempt) []byte {
 	b := make([]byte, 0, 512)
 	b = append(b, "GET "...)
 	uri, rules := f.uri, f.rules
@@ -210,8 +224,10 @@ func wsRequestHead(f wsHandshakeFrom, host string) []byte {
 	}
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, host...), "\r\n"...)
+	tp, ts := span.Headers()
 	for k, v := range f.headers {
-		if http1.EqualName(k, "Host") || forwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) {
+		if http1.EqualName(k, "Host") || forwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) ||
+			http1.EqualName(k, requestid.Header) || tp != nil && (http1.EqualName(k, "Traceparent") || http1.EqualName(k, "Tracestate")) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
@@ -219,6 +235,15 @@ func wsRequestHead(f wsHandshakeFrom, host string) []byte {
 	b = append(append(append(b, "X-Forwarded-For: "...), f.xff...), "\r\n"...)
 	b = append(append(append(b, "X-Forwarded-Host: "...), f.fwdHost...), "\r\n"...)
 	b = append(append(append(b, "X-Forwarded-Proto: "...), f.fwdProto...), "\r\n"...)
+	var tsb []byte
+	if ts != "" {
+		tsb = []byte(ts)
+	}
+	for _, h := range [...][2][]byte{{hdrRequestID, f.id}, {hdrTraceparent, tp}, {hdrTracestate, tsb}} {
+		if h[1] != nil && (rules == nil || !rules.request.drops(h[0])) {
+			b = append(append(append(append(b, h[0]...), ": "...), h[1]...), "\r\n"...)
+		}
+	}
 	if rules != nil {
 		b = rules.request.appendLines(b, false)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/internal/http1"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // isWebSocket reports whether h is a WebSocket handshake: an HTTP/1.1 GET
@@ -23,10 +24,11 @@ func isWebSocket(h *fasthttp.RequestHeader) bool {
 
 // serveWebSocket serves a WebSocket handshake on rt on the goroutine
 // engine, after the rate limit let it through; xff is the X-Forwarded-For
-// to send, and trusted says whether the client is a trusted proxy. After a 101 the connection is taken from fasthttp (hijacked)
-// and carried. It returns the reason for the log ("" when the upstream's
-// answer was passed on).
-func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte, trusted bool) string {
+// to send, and trusted says whether the client is a trusted proxy; obs
+// records the handshake. After a 101 the connection is taken from
+// fasthttp (hijacked) and carried. It returns the reason for the log (""
+// when the upstream's answer was passed on).
+func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte, trusted bool, obs *observation) string {
 	h := &ctx.Request.Header
 	fwdHost, fwdProto := h.Host(), valueHTTP
 	if trusted { // the client is a trusted proxy: its X-Forwarded-Host and -Proto stand
@@ -37,11 +39,12 @@ func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte
 			fwdProto = v
 		}
 	}
-	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
+	call, up, resp, err := g.wsOpen(rt, obs, func(host string, span *tracing.Attempt) []byte {
 		// The origin form, as other requests go upstream: an absolute
 		// form's host would outrank Host, which chose the route.
 		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), headers: h.All(),
-			connection: http1.OneList(h.PeekAll("Connection")), xff: xff, fwdHost: fwdHost, fwdProto: fwdProto, rules: rt.rules}, host)
+			connection: http1.OneList(h.PeekAll("Connection")), xff: xff, fwdHost: fwdHost, fwdProto: fwdProto,
+			id: obs.id, rules: rt.rules}, host, span)
 	})
 	if err != nil {
 		return wsRefuse(ctx, err)

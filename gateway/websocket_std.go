@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/internal/http1"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // isStdWebSocket reports whether r, which net/http parsed, is a WebSocket
@@ -26,23 +27,23 @@ var errNoHijack = errors.New("gateway: the connection cannot be taken over")
 
 // serveStdWebSocket serves a WebSocket handshake on rt on a net/http
 // server (HTTP/1.1 on the TLS listener), as serveWebSocket does on the
-// goroutine engine: the rate limit first, then the handshake, then, after
+// goroutine engine (obs records it): the rate limit first, then the handshake, then, after
 // a 101, the connection taken from net/http (hijacked). It returns the
 // reason for the log ("" when the upstream's answer was passed on) and,
 // after a 101, carry, which carries the connection until it ends: the
 // handshake is recorded first, as on the goroutine engine, so that a
 // WebSocket's lifetime never counts as a request's duration.
-func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *state, rt *route) (reason string, carry func()) {
+func (g *Gateway) serveStdWebSocket(w http.ResponseWriter, r *http.Request, st *state, rt *route, obs *observation) (reason string, carry func()) {
 	xff, err := stdLimit(w, r, st, rt)
 	if err != nil {
 		return writeStdError(w, err), nil
 	}
 	uri := r.URL.RequestURI() // the origin form (see serveWebSocket)
 	fwdHost, fwdProto := stdForwarded(r, st)
-	call, up, resp, err := g.wsOpen(rt, func(host string) []byte {
+	call, up, resp, err := g.wsOpen(rt, obs, func(host string, span *tracing.Attempt) []byte {
 		return wsRequestHead(wsHandshakeFrom{uri: []byte(uri), host: []byte(r.Host), headers: stdHeaders(r.Header),
 			connection: []byte(strings.Join(r.Header.Values("Connection"), ", ")), xff: xff,
-			fwdHost: []byte(fwdHost), fwdProto: []byte(fwdProto), rules: rt.rules}, host)
+			fwdHost: []byte(fwdHost), fwdProto: []byte(fwdProto), id: obs.id, rules: rt.rules}, host, span)
 	})
 	if err != nil {
 		return writeStdError(w, err), nil

@@ -1,0 +1,113 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+)
+
+// TestGRPCIdleTimeout holds gRPC calls open without a byte passing: the
+// gateway ends each after server.grpc_idle_timeout on its clock with
+// DEADLINE_EXCEEDED, releases the route's concurrency slot, and serves
+// the next call; whether its answer was passing, its request was being
+// read whole (a call that may be retried) or it waited for the answer's
+// head. A call whose messages keep passing is not idle. (A call without
+// grpc-timeout had no bound: a client held a slot, and a stream upstream,
+// for as long as it liked by sending nothing.)
+func TestGRPCIdleTimeout(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		start := func(t *testing.T, idempotent string) (*testGateway, testgrpc.TestServiceClient) {
+			up := startGRPCUpstream(t)
+			gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, grpc_idle_timeout: 1m}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - name: grpc
+    upstream: up
+    grpc: {idempotent: [%s]}
+    policies: {concurrency: {max: 1}, retry: {}}
+`, engine, up.addr, idempotent))
+			return gw, grpcClient(t, gw.Addr)
+		}
+		// idle lets the call that recv reads idle for the timeout, and
+		// checks that it ended and released its slot.
+		idle := func(t *testing.T, gw *testGateway, c testgrpc.TestServiceClient, recv func() error) {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			if err := gw.Clock.BlockUntil(ctx, 1); err != nil { // the call's idle timer
+				t.Fatal(err)
+			}
+			gw.Clock.Advance(time.Minute)
+			if st := status.Convert(recv()); st.Code() != codes.DeadlineExceeded || st.Message() != "idle_timeout" {
+				t.Errorf("an idle call: %v, want DEADLINE_EXCEEDED idle_timeout", st)
+			}
+			eventually(t, "the slot to be released", func() bool { return gw.routeStatus(t, "grpc").ConcurrencyInFlight == 0 })
+			if st, _ := unary(t, c, "next"); st.Code() != codes.OK {
+				t.Errorf("the call after: %v", st)
+			}
+		}
+
+		t.Run("answer passing", func(t *testing.T) {
+			gw, c := start(t, "/x.Y/Z")
+			s, err := c.FullDuplexCall(callCtx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Send(&testgrpc.StreamingOutputCallRequest{Payload: payload([]byte("a"))}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Recv(); err != nil {
+				t.Fatal(err)
+			}
+			idle(t, gw, c, func() error { _, err := s.Recv(); return err })
+		})
+		t.Run("request held", func(t *testing.T) {
+			gw, c := start(t, "/grpc.testing.TestService/FullDuplexCall")
+			s, err := c.FullDuplexCall(callCtx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			idle(t, gw, c, func() error { _, err := s.Recv(); return err })
+		})
+		t.Run("awaiting the head", func(t *testing.T) {
+			gw, c := start(t, "/x.Y/Z")
+			s, err := c.StreamingInputCall(callCtx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Send(&testgrpc.StreamingInputCallRequest{Payload: payload([]byte("a"))}); err != nil {
+				t.Fatal(err)
+			}
+			idle(t, gw, c, func() error { return s.RecvMsg(new(testgrpc.StreamingInputCallResponse)) })
+		})
+		t.Run("active", func(t *testing.T) {
+			gw, c := start(t, "/x.Y/Z")
+			s, err := c.FullDuplexCall(callCtx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 { // two minutes in all, a message every 40s
+				if i > 0 {
+					gw.Clock.Advance(40 * time.Second)
+				}
+				if err := s.Send(&testgrpc.StreamingOutputCallRequest{Payload: payload([]byte("a"))}); err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+				if _, err := s.Recv(); err != nil {
+					t.Fatalf("answer %d: %v", i, err)
+				}
+			}
+			_ = s.CloseSend()
+			if _, err := s.Recv(); err != io.EOF {
+				t.Errorf("after CloseSend: %v, want EOF", err)
+			}
+		})
+	})
+}
