@@ -17,7 +17,8 @@ type endHook struct {
 }
 
 // streamedBody is a response body with an endHook: upstreamBody (the
-// goroutine engine's) and connBody (the loops').
+// goroutine engine's), connBody (both engines') and h2Body (an HTTP/2
+// target's).
 type streamedBody interface {
 	atEnd(f func())
 	bodySent() int64

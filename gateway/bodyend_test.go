@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,58 @@ routes:
 		logs.requests(t, 1) // the body has ended
 		if route, target := gauges(); route != 0 || target != 0 {
 			t.Errorf("after the body: route in flight %v, target in flight %v; want 0 and 0", route, target)
+		}
+	})
+}
+
+// TestStreamedFromHTTP2Target checks a body streamed from an HTTP/2 (h2c)
+// target, on both engines: the request holds its route's in-flight gauge
+// while the body stalls, and is recorded once the body has ended, with
+// the bytes sent as its bytes_out (it was recorded at the head, with -1).
+func TestStreamedFromHTTP2Target(t *testing.T) {
+	const part = 100 << 10 // over the size read whole
+	forEngines(t, func(t *testing.T, engine string) {
+		checkLeaks(t)
+		release := make(chan struct{})
+		up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, strings.Repeat("a", part))
+			w.(http.Flusher).Flush() // no Content-Length
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+			_, _ = io.WriteString(w, strings.Repeat("b", part))
+		}))
+		up.Config.Protocols = new(http.Protocols)
+		up.Config.Protocols.SetUnencryptedHTTP2(true)
+		up.Start()
+		t.Cleanup(up.Close)
+		gw, logs := startObserved(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"], protocol: h2c}
+routes:
+  - {name: api, upstream: up}
+`, engine, up.URL))
+		defer close(release)
+		resp, err := newClient(t).Get(gw.URL + "/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if n, err := io.CopyN(io.Discard, resp.Body, part); n != part {
+			t.Fatalf("read %d bytes: %v", n, err)
+		}
+		if n, _ := seriesValue(t, gw, "sluice_route_in_flight_requests", "route", "api"); n != 1 {
+			t.Errorf("while the body stalls: route in flight %v, want 1", n)
+		}
+		release <- struct{}{}
+		if n, err := io.Copy(io.Discard, resp.Body); n != part || err != nil {
+			t.Fatalf("rest of the body: %d bytes, %v", n, err)
+		}
+		if got := logs.requests(t, 1)[0]["bytes_out"]; got != float64(2*part) {
+			t.Errorf("bytes_out %v, want %d", got, 2*part)
 		}
 	})
 }

@@ -183,6 +183,7 @@ type h2Body struct {
 	body   io.ReadCloser
 	stall  *stallTimer
 	cancel context.CancelFunc
+	endHook
 }
 
 func (b *h2Body) Read(p []byte) (int, error) {
@@ -190,6 +191,7 @@ func (b *h2Body) Read(p []byte) (int, error) {
 		b.stall.arm(b.stall.wait)
 	}
 	n, err := b.body.Read(p)
+	b.took(n, err)
 	b.stall.disarm()
 	if err != nil && err != io.EOF && b.stall.fired.Load() {
 		err = fasthttp.ErrTimeout
@@ -201,6 +203,7 @@ func (b *h2Body) Close() error {
 	b.stall.disarm()
 	err := b.body.Close()
 	b.cancel()
+	b.end()
 	return err
 }
 

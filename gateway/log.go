@@ -42,8 +42,7 @@ func NewLogger(c config.Log, w io.Writer) *slog.Logger {
 //   - bytes_in, bytes_out: the sizes of the request and response bodies;
 //     a body streamed from a target counts the bytes the client's
 //     connection took (see endHook.took), fewer than its length when the
-//     client left early (but for one from an HTTP/2 target on the goroutine
-//     engine: its Content-Length, -1 when it has none);
+//     client left early;
 //   - duration: the seconds the request took (as the request duration
 //     metric measures it), a number;
 //   - remote: the client connection's address;
