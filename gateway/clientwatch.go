@@ -5,6 +5,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // watchDelay is how long a request waits for its upstream before the
@@ -16,79 +18,6 @@ const watchDelay = 100 * time.Millisecond
 // progress.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// interrupt cuts an exchange with a target short when its client leaves:
-// fire gives the connection in use a deadline that has passed, and the
-// exchange then fails with the error fire was given. The zero value is
-// ready; a nil *interrupt never fires.
-type interrupt struct {
-	mu   sync.Mutex    // protects conn, err and gone
-	conn net.Conn      // the target connection in use; nil between exchanges
-	err  error         // why the exchange was cut; nil until then
-	gone chan struct{} // closed once cut; made by the first call to left
-}
-
-// set makes c the connection in use, or returns the cut's error when the
-// exchange was cut already.
-func (i *interrupt) set(c net.Conn) error {
-	if i == nil {
-		return nil
-	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.err != nil {
-		return i.err
-	}
-	i.conn = c
-	return nil
-}
-
-// clear ends the use of the connection: it returns err, or the cut's
-// error when the exchange was cut (whatever err is: the connection then
-// has a deadline that has passed, and must be closed).
-func (i *interrupt) clear(err error) error {
-	if i == nil {
-		return err
-	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.conn = nil
-	if i.err != nil {
-		return i.err
-	}
-	return err
-}
-
-// left returns a channel closed once the exchange is cut (never, for a nil
-// *interrupt): a wait between attempts ends on it.
-func (i *interrupt) left() <-chan struct{} {
-	if i == nil {
-		return nil
-	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.gone == nil {
-		i.gone = make(chan struct{})
-		if i.err != nil {
-			close(i.gone)
-		}
-	}
-	return i.gone
-}
-
-func (i *interrupt) fire(err error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.err == nil {
-		i.err = err
-		if i.gone != nil {
-			close(i.gone)
-		}
-	}
-	if i.conn != nil {
-		_ = i.conn.SetDeadline(aLongTimeAgo)
-	}
-}
-
 // clientWatch cancels a request on the goroutine engine whose client
 // closes its connection while the request waits for its upstream, as
 // nginx does: the attempt under way is cut (its upstream connection is
@@ -99,7 +28,7 @@ func (i *interrupt) fire(err error) {
 // sending side is taken to have left, as by nginx. Once made with init, a
 // clientWatch serves one request after another (arm, then stop).
 type clientWatch struct {
-	cut   interrupt
+	cut   upstream.Interrupt
 	timer *time.Timer // starts the watch
 
 	mu   sync.Mutex    // protects conn and done
@@ -123,7 +52,7 @@ func (w *clientWatch) init() {
 
 // arm watches c from watchDelay on, for the request that starts now.
 func (w *clientWatch) arm(c net.Conn) {
-	w.cut = interrupt{}
+	w.cut = upstream.Interrupt{}
 	w.mu.Lock()
 	w.conn = c
 	w.mu.Unlock()
@@ -159,7 +88,7 @@ func (w *clientWatch) start() {
 			defer close(done)
 			select {
 			case <-s.left():
-				w.cut.fire(errClientGone)
+				w.cut.Fire(errClientGone)
 			case <-s.unwatched():
 			}
 		}()
@@ -178,7 +107,7 @@ func (w *clientWatch) start() {
 	go func() {
 		defer close(done)
 		if left(raw) {
-			w.cut.fire(errClientGone)
+			w.cut.Fire(errClientGone)
 		}
 	}()
 }

@@ -18,14 +18,14 @@ type dateLine struct {
 
 var lastDate atomic.Pointer[dateLine] // the line of the last second asked for
 
-// appendDate appends the Date header line of now to dst; the line is made
-// at most once a second.
-func appendDate(dst []byte, now time.Time) []byte {
+// dateHeader returns the Date header line of now, CRLF included; the line
+// is made at most once a second, and must not be changed.
+func dateHeader(now time.Time) []byte {
 	d := lastDate.Load()
 	if d == nil || d.sec != now.Unix() {
 		line := now.UTC().AppendFormat([]byte("Date: "), http.TimeFormat)
 		d = &dateLine{sec: now.Unix(), line: append(line, "\r\n"...)}
 		lastDate.Store(d)
 	}
-	return append(dst, d.line...)
+	return d.line
 }

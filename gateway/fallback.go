@@ -1,13 +1,13 @@
 package gateway
 
 import (
-	"context"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
+	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -46,35 +46,31 @@ func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fast
 	if p == nil || err == nil || x.final {
 		return resp, err, ""
 	}
-	t := p.choose(nil)
-	if !t.healthy.Load() {
+	t := p.Choose(nil)
+	if !t.Healthy() {
 		return resp, err, ""
 	}
-	var permit sluice.Permit
-	if t.passive != nil {
-		pm, perr := t.passive.Acquire(context.Background())
-		if perr != nil {
-			return resp, err, "" // taken out: the next levels answer at once
-		}
-		permit = pm
+	permit, perr := t.Acquire()
+	if perr != nil {
+		return resp, err, "" // taken out: the next levels answer at once
 	}
-	t.inflight.Add(1)
+	t.InFlight.Add(1)
 	start := time.Now()
-	tr := trip{wait: t.wait, cut: &x.watch.cut}
+	tr := upstream.Trip{Wait: t.Wait, Cut: &x.watch.cut}
 	d := x.rt.life.timeout
 	if d > 0 {
-		tr.deadline = start.Add(d)
+		tr.Deadline = start.Add(d)
 	}
-	if t.wait > 0 && (d <= 0 || t.wait < d) {
-		d = t.wait
+	if t.Wait > 0 && (d <= 0 || t.Wait < d) {
+		d = t.Wait
 	}
 	if d > 0 {
-		tr.head = start.Add(d)
+		tr.Head = start.Add(d)
 	}
 	fresp := fasthttp.AcquireResponse()
 	span := x.obs.beginAttempt(t, "fallback")
-	ferr := roundTrip(t.client, x.prepare(t, span), fresp, tr)
-	t.inflight.Add(-1)
+	ferr := upstream.RoundTrip(t.Client, x.prepare(t, span), fresp, tr)
+	t.InFlight.Add(-1)
 	var code int
 	var retryAfter []byte
 	if ferr != nil {
@@ -85,7 +81,7 @@ func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fast
 	endAttempt(span, code, ferr)
 	o, _ := attemptResult(code, retryAfter, ferr)
 	permit.Done(o)
-	t.metrics.Attempt(o.Class, time.Since(start))
+	t.Metrics.Attempt(o.Class, time.Since(start))
 	if o.Class != sluice.Success {
 		releaseResponse(fresp)
 		return resp, err, ""

@@ -109,7 +109,7 @@ func buildHedge(hc *config.Hedge, g *Gateway) (*hedge.Policy, *retry.Budget, err
 // only then: another source's answers are not the route's.
 func sameSource(old *route, rc *config.Route, pl *pool) bool {
 	o := old.cfg
-	return o.Upstream == rc.Upstream && slices.Equal(old.pool.cfg.Targets, pl.cfg.Targets) &&
+	return o.Upstream == rc.Upstream && slices.Equal(old.pool.Config().Targets, pl.Config().Targets) &&
 		reflect.DeepEqual(o.Rewrite, rc.Rewrite) && reflect.DeepEqual(requestEdit(o), requestEdit(rc)) &&
 		o.PreserveHost == rc.PreserveHost && rateKey(o) == rateKey(rc)
 }

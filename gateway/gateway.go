@@ -9,8 +9,8 @@
 // with small bodies, and hand a connection whose request must wait for
 // something else or stream to the goroutine engine,
 // fasthttp, on which a request is proxied synchronously on the goroutine
-// that serves it, with the gateway's own round trip over fasthttp's
-// connection pools (roundtrip.go). "goroutine" uses that engine alone. A
+// that serves it, with the round trip of internal/upstream over
+// fasthttp's connection pools. "goroutine" uses that engine alone. A
 // response body up to 64 KiB is read whole; a larger one streams: a slow
 // client paces the upstream through bounded buffers. scripts/loadtest.sh
 // measures both engines against nginx (figures in README.md).
@@ -36,7 +36,8 @@
 // that turn to HTTP/2 (h2c), which the other two hand over to it; each of
 // its requests runs through the goroutine engine's handler, so that every
 // engine drives the same lifecycle. Upstreams speak HTTP/1.1 (over TLS for
-// https targets) or HTTP/2 (h2upstream.go).
+// https targets) or HTTP/2; internal/upstream keeps their targets, their
+// balancing and health, and the exchange with a target.
 //
 // Configuration comes from package config; Apply swaps a new configuration in
 // atomically, keeping the state of every policy whose settings did not change.

@@ -254,9 +254,9 @@ func (c *grpcCall) exchange(ctx context.Context, t *target, span *tracing.Attemp
 func (c *grpcCall) roundTrip(ctx context.Context, t *target, span *tracing.Attempt) (*http.Response, error) {
 	out, err := c.request(ctx, t, span)
 	if err != nil {
-		return nil, &UpstreamError{Target: t.url, Err: err}
+		return nil, &UpstreamError{Target: t.URL, Err: err}
 	}
-	tr := t.h2 // an h2 or h2c upstream's own transport
+	tr := t.H2 // an h2 or h2c upstream's own transport
 	if tr == nil {
 		tr = c.rt.pool.grpcTransport()
 	}
@@ -309,7 +309,7 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 		c.sent = true
 	}
 	scheme := "http://"
-	if t.client.IsTLS {
+	if t.Client.IsTLS {
 		scheme = "https://"
 	}
 	uri := c.r.URL.RequestURI()
@@ -320,7 +320,7 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 			uri += "?" + q
 		}
 	}
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.client.Addr+uri, body)
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.Client.Addr+uri, body)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +332,7 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 	}
 	conn := []byte(strings.Join(c.r.Header.Values("Connection"), ", "))
 	for k, vs := range c.r.Header {
-		if http1.IsHop([]byte(k), conn) || forwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
+		if http1.IsHop([]byte(k), conn) || http1.ForwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
 			continue
 		}
 		out.Header[k] = vs
@@ -501,17 +501,17 @@ func (p *pool) grpcTransport() *http.Transport {
 		protos := new(http.Protocols)
 		protos.SetHTTP2(true)
 		protos.SetUnencryptedHTTP2(true)
-		d := &net.Dialer{Timeout: p.cfg.ConnectTimeout.D()}
+		d := &net.Dialer{Timeout: p.Config().ConnectTimeout.D()}
 		tr := &http.Transport{
 			Protocols:             protos,
 			DialContext:           d.DialContext,
-			ResponseHeaderTimeout: p.cfg.ResponseHeaderTimeout.D(),
-			IdleConnTimeout:       p.cfg.IdleTimeout.D(),
+			ResponseHeaderTimeout: p.Config().ResponseHeaderTimeout.D(),
+			IdleConnTimeout:       p.Config().IdleTimeout.D(),
 			DisableCompression:    true,
 		}
-		for _, t := range p.targets {
-			if t.client.TLSConfig != nil {
-				tr.TLSClientConfig = t.client.TLSConfig.Clone()
+		for _, t := range p.Targets() {
+			if t.Client.TLSConfig != nil {
+				tr.TLSClientConfig = t.Client.TLSConfig.Clone()
 				break
 			}
 		}

@@ -112,7 +112,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		g.exchanges.Put(x.reset())
 		return
 	}
-	x.final = x.stream != nil || !idempotent(ctx.Method())
+	x.final = x.stream != nil || !http1.Idempotent(ctx.Method())
 	direct := !ctx.Request.Header.ConnectionClose()
 	if rt.life.rate != nil && (!direct || rt.life.group != nil) {
 		// Set now: they belong on every answer, and the paths below keep
@@ -246,16 +246,6 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 	return ""
 }
 
-// idempotent reports whether a request with this method may be sent twice
-// (RFC 9110 section 9.2.2).
-func idempotent(method []byte) bool {
-	switch string(method) {
-	case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE":
-		return true
-	}
-	return false
-}
-
 // forwardedList returns the client's X-Forwarded-For list (see http1.OneList),
 // so that its right-most address is always the one the nearest proxy
 // added.
@@ -313,13 +303,13 @@ func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, r
 			od.remote = ctx.RemoteAddr() // read here: a loop's connection is not the stream's to read
 			t := od.target
 			if t != nil {
-				t.inflight.Add(1)
+				t.InFlight.Add(1)
 			}
-			b.atEnd(func() {
+			b.AtEnd(func() {
 				if t != nil {
-					t.inflight.Add(-1)
+					t.InFlight.Add(-1)
 				}
-				od.bytesOut = b.bodySent()
+				od.bytesOut = b.Sent()
 				g.record(ctx, rt, start, code, reason, od)
 			})
 			return
@@ -350,7 +340,7 @@ func (g *Gateway) record(ctx *fasthttp.RequestCtx, rt *route, start time.Time, c
 
 // responseBodySize is the size of ctx's response body: its length when it
 // is in memory, none for HEAD, its Content-Length when it streams without
-// an endHook (-1 when it has none).
+// an upstream.BodyEnd (-1 when it has none).
 func responseBodySize(ctx *fasthttp.RequestCtx) int64 {
 	switch {
 	case ctx.IsHead():

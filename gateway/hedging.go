@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/hedge"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // errLost is the error of a hedged request's attempt that another attempt
@@ -37,7 +38,7 @@ func (x *exchange) race() (*fasthttp.Response, sluice.Outcome) {
 	defer cancel(nil)
 	done := make(chan struct{})
 	defer close(done)
-	left := x.watch.cut.left()
+	left := x.watch.cut.Left()
 	go func() {
 		select {
 		case <-left:
@@ -103,15 +104,15 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 	}
 	defer fasthttp.ReleaseRequest(req)
 	resp := fasthttp.AcquireResponse()
-	cut := &interrupt{}
+	cut := &upstream.Interrupt{}
 	stop := context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), hedge.ErrLost) {
-			cut.fire(errLost)
+			cut.Fire(errLost)
 		} else {
-			cut.fire(errClientGone)
+			cut.Fire(errClientGone)
 		}
 	})
-	rerr := roundTrip(a.t.client, req, resp, attemptTrip(lc, &a, cut))
+	rerr := upstream.RoundTrip(a.t.Client, req, resp, attemptTrip(lc, &a, cut))
 	stop()
 	var code int
 	var retryAfter []byte

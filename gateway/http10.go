@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/valyala/fasthttp"
 )
 
@@ -47,8 +48,8 @@ func sendUntilClose(ctx *fasthttp.RequestCtx, d time.Duration) {
 // is one.
 func hold(body io.Reader, held bool) bool {
 	switch b := body.(type) {
-	case *connBody:
-		b.held = held
+	case *upstream.ConnBody:
+		b.Hold(held)
 	case *upstreamBody:
 		b.held = held
 	default:

@@ -72,7 +72,7 @@ func newLifecycle(p *routePolicies, pl *pool, fallback *config.Fallback, clk clo
 		wsHandshake: sluice.New(handshake...).WithClock(clk).WithClassifier(wsClassify),
 		wsSlot:      sluice.New(slot...).WithClock(clk).WithClassifier(wsClassify),
 		timeout:     p.timeout,
-		headWait:    pl.cfg.ResponseHeaderTimeout.D(),
+		headWait:    pl.Config().ResponseHeaderTimeout.D(),
 		pool:        pl,
 		fallback:    fallback,
 		clock:       clk,
@@ -138,17 +138,17 @@ func (c *call) start(lc *lifecycle, req request, final bool, obs *observation) {
 // begin starts an attempt: the route's admission policies admit it (or
 // refuse it with their error; the gateway never retries a refusal, see
 // retryOn), and a target is chosen, avoiding the previous attempt's, with
-// its passive-health permit (see target.permit).
+// its passive-health permit (see upstream.Target.Permit).
 func (c *call) begin() (attempt, error) {
 	adm, err := c.lc.admit.Begin(c.ctx)
 	if err != nil {
 		return attempt{}, err
 	}
 	a := attempt{adm: adm, start: time.Now()}
-	a.t = c.lc.pool.choose(c.last)
+	a.t = c.lc.pool.Choose(c.last)
 	c.last = a.t
-	a.passive = a.t.permit()
-	a.t.inflight.Add(1)
+	a.passive = a.t.Permit()
+	a.t.InFlight.Add(1)
 	a.span = c.obs.beginAttempt(a.t, c.retryReason)
 	return a, nil
 }
@@ -177,8 +177,8 @@ func (c *call) settle(a *attempt, code int, retryAfter []byte, err error) sluice
 	c.retryReason = endAttempt(a.span, code, err)
 	o, err := attemptResult(code, retryAfter, err)
 	err = attemptError(err, c.final)
-	a.t.inflight.Add(-1)
-	a.t.metrics.Attempt(o.Class, time.Since(a.start))
+	a.t.InFlight.Add(-1)
+	a.t.Metrics.Attempt(o.Class, time.Since(a.start))
 	a.passive.Done(o)
 	a.adm.End(context.Background(), err)
 	o.Err = err

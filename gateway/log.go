@@ -41,7 +41,7 @@ func NewLogger(c config.Log, w io.Writer) *slog.Logger {
 //     attempts: the number of attempts;
 //   - bytes_in, bytes_out: the sizes of the request and response bodies;
 //     a body streamed from a target counts the bytes the client's
-//     connection took (see endHook.took), fewer than its length when the
+//     connection took (see upstream.BodyEnd.Took), fewer than its length when the
 //     client left early;
 //   - duration: the seconds the request took (as the request duration
 //     metric measures it), a number;
@@ -61,7 +61,7 @@ func (g *Gateway) logRequest(ctx *fasthttp.RequestCtx, route string, code int, r
 	}
 	target := ""
 	if o.target != nil {
-		target = o.target.url
+		target = o.target.URL
 	}
 	remote := o.remote
 	if remote == nil {

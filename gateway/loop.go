@@ -38,8 +38,8 @@ const loopsSupported = true
 // it stays: a route with coalescing, a queue or a Redis store; a
 // streamed, chunked or large request body; an Expect or Upgrade header; an
 // HTTP/1.0 client; a path that needs normalizing; anything else outside
-// the plain form the loops read themselves (see head.go; fasthttp answers
-// or refuses it). The loops forward a plain response's header lines as
+// the plain form the loops read themselves (see http1.ParseRequest;
+// fasthttp answers or refuses it). The loops forward a plain response's header lines as
 // they came (but for the hop-by-hop ones) and read any other with
 // fasthttp. A large or chunked response streams from a goroutine, so that
 // a slow client paces the upstream as on the goroutine engine, and its

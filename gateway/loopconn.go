@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // loopBody is the largest request body the loops take: a larger one, or
@@ -91,7 +92,7 @@ type clientConn struct {
 // upstream connection or stream serving its attempt.
 type loopRequest struct {
 	in        []byte
-	head      reqHead
+	head      http1.Request
 	body      []byte // in's tail
 	rt        *route
 	call      call
@@ -234,20 +235,20 @@ func (cc *clientConn) serve() gnet.Action {
 		// so that appending the body keeps h's slices valid.
 		cc.in = append(slices.Grow(cc.in[:0], min(len(buf), hlen+loopBody)), buf[:hlen]...)
 		h := &cc.head
-		if !parseRequest(cc.in, h) {
+		if !http1.ParseRequest(cc.in, h) {
 			return cc.handOver()
 		}
 		rt := st.route(h)
-		if h.cl > loopBody || (srv.MaxBodyBytes > 0 && h.cl > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
+		if h.ContentLength() > loopBody || (srv.MaxBodyBytes > 0 && h.ContentLength() > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
 			return cc.handOver()
 		}
-		if len(buf) < hlen+h.cl {
+		if len(buf) < hlen+h.ContentLength() {
 			cc.setDeadline(cc.readStart.Add(srv.ReadTimeout.D()))
 			return gnet.None
 		}
-		cc.in = append(cc.in, buf[hlen:hlen+h.cl]...)
+		cc.in = append(cc.in, buf[hlen:hlen+h.ContentLength()]...)
 		cc.body = cc.in[hlen:]
-		_, _ = c.Discard(hlen + h.cl)
+		_, _ = c.Discard(hlen + h.ContentLength())
 		cc.reading = false
 		cc.begin(st, rt, now)
 	}
@@ -419,12 +420,12 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	cc.gen++
 	// For the log, and the checks for HEAD that the response paths share
 	// with the goroutine engine.
-	ctx.Request.Header.SetMethodBytes(h.method)
-	ctx.Request.Header.SetRequestURIBytes(h.uri)
-	cc.obs.begin(h.requestID)
-	cc.obs.bytesIn = int64(h.cl)
+	ctx.Request.Header.SetMethodBytes(h.Method())
+	ctx.Request.Header.SetRequestURIBytes(h.URI())
+	cc.obs.begin(h.RequestID())
+	cc.obs.bytesIn = int64(h.ContentLength())
 	if st.tracer != nil {
-		cc.obs.startTrace(st.tracer, h, h.method, h.path, clientIP(cc.peer, h.xff, st.trusted))
+		cc.obs.startTrace(st.tracer, h, h.Method(), h.Path(), clientIP(cc.peer, h.XForwardedFor(), st.trusted))
 	}
 	if rt == nil {
 		writeError(ctx, fasthttp.StatusNotFound, "no_route", 0)
@@ -434,9 +435,9 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 	}
 	rt.inflight.Add(1) // given back by finish
 	cc.rt = rt
-	cc.wantClose = h.close()
+	cc.wantClose = h.Close()
 	if rt.life.rate != nil {
-		v, ok := g.limitRate(ctx, rt, cc.rateKey(rt, clientIP(cc.peer, h.xff, st.trusted)), cc.rlBuf[:0])
+		v, ok := g.limitRate(ctx, rt, cc.rateKey(rt, clientIP(cc.peer, h.XForwardedFor(), st.trusted)), cc.rlBuf[:0])
 		if !ok {
 			cc.end(string(sluice.RateLimited))
 			cc.reply()
@@ -444,16 +445,16 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		}
 		cc.rl = v
 	}
-	cc.trusted = (len(h.fwdHost) > 0 || len(h.fwdProto) > 0) && st.trusted.contains(cc.peer)
-	if len(h.xff) == 0 {
+	cc.trusted = h.ClaimsForwarded() && st.trusted.contains(cc.peer)
+	if len(h.XForwardedFor()) == 0 {
 		cc.xff = cc.peerText // what forwardedFor would make
 	} else {
-		cc.xff = forwardedFor(cc.xffBuf[:0], cc.peer, h.xff, st.trusted)
+		cc.xff = forwardedFor(cc.xffBuf[:0], cc.peer, h.XForwardedFor(), st.trusted)
 		cc.xffBuf = cc.xff[:0]
 	}
 	// The loops hold the whole body: only the method makes a request one
 	// that a failed attempt ends.
-	cc.call.start(rt.life, &cc.head, !idempotent(h.method), &cc.obs)
+	cc.call.start(rt.life, &cc.head, !http1.Idempotent(h.Method()), &cc.obs)
 	cc.deadline = time.Time{}
 	cc.attempt()
 }
@@ -648,26 +649,25 @@ func answerFor(resp *fasthttp.Response, head, closing bool) {
 
 // forward answers the request with the target's response h, whose body is
 // body, as it came but for its hop-by-hop headers and the gateway's own
-// (see appendResponse), and makes the connection ready for the next
+// (see http1.AppendResponse), and makes the connection ready for the next
 // request.
-func (cc *clientConn) forward(h *respHead, body []byte) {
+func (cc *clientConn) forward(h *http1.Response, body []byte) {
 	closing := cc.closing()
 	if !cc.gone {
-		var policy []byte
+		d := http1.Deliver{Date: dateHeader(time.Now()), RateLimit: cc.rl, Closing: closing}
 		if cc.rt.life.rate != nil {
-			policy = cc.rt.life.rate.policy
+			d.Policy = cc.rt.life.rate.policy
 		}
-		var edit *headerEdit
 		if cc.rt.rules != nil {
-			edit = &cc.rt.rules.response
+			d.Edit = (*lineEdit)(&cc.rt.rules.response)
 		}
 		l := cc.l
-		l.out.b = appendResponse(l.out.b[:0], h, policy, cc.rl, closing, body, time.Now(), edit)
+		l.out.b = http1.AppendResponse(l.out.b[:0], h, &d, body)
 		if cc.write() != nil {
 			cc.closeNext = true
 		}
 	}
-	cc.ctx.Response.SetStatusCode(h.code) // for the metrics and the log
+	cc.ctx.Response.SetStatusCode(h.Code()) // for the metrics and the log
 	cc.obs.bytesOut = int64(len(body))
 	cc.end("")
 	cc.ready()

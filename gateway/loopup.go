@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/internal/http1"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // maxResponseHeader bounds a response's headers read on a loop.
@@ -41,7 +42,7 @@ func (l *loop) takeIdle(t *target, now time.Time) *upConn {
 	for len(conns) > 0 {
 		up := conns[len(conns)-1]
 		conns = conns[:len(conns)-1]
-		if now.Sub(up.idleSince) < t.client.MaxIdleConnDuration {
+		if now.Sub(up.idleSince) < t.Client.MaxIdleConnDuration {
 			l.idle[t] = conns
 			return up
 		}
@@ -65,7 +66,7 @@ func (l *loop) putIdle(up *upConn) {
 func dial(cc *clientConn, t *target) {
 	up := &upConn{l: cc.l, t: t, cc: cc}
 	cc.up = up
-	el, addr, timeout := cc.c.EventLoop(), t.client.Addr, t.connect
+	el, addr, timeout := cc.c.EventLoop(), t.Client.Addr, t.Connect
 	go func() {
 		nc, err := net.DialTimeout("tcp", addr, timeout)
 		if err == nil {
@@ -110,8 +111,12 @@ func (up *upConn) dialFailed(err error) {
 func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
 	l := cc.l
-	tp, ts := cc.att.span.Headers()
-	l.out.b = appendRequest(l.out.b[:0], &cc.head, cc.xff, cc.trusted, up.t.client.Addr, cc.body, cc.rt.rules, cc.obs.id, tp, ts)
+	f := http1.Forward{Addr: up.t.Client.Addr, XFF: cc.xff, Trusted: cc.trusted, ID: cc.obs.id}
+	f.Traceparent, f.Tracestate = cc.att.span.Headers()
+	if rules := cc.rt.rules; rules != nil {
+		f.Rewrite, f.Edit = (*pathRewrite)(rules), (*lineEdit)(&rules.request)
+	}
+	l.out.b = http1.AppendRequest(l.out.b[:0], &cc.head, &f, cc.body)
 	if err := l.write(up.c); err != nil {
 		up.abandon()
 		cc.upstreamDone(nil, upstreamError(up.t, err))
@@ -146,7 +151,7 @@ func (up *upConn) closed() {
 		return
 	}
 	cc.up = nil
-	if !up.got && !cc.replayed && cc.head.replayable() {
+	if !up.got && !cc.replayed && cc.head.Replayable() {
 		cc.replayed = true
 		cc.send()
 		return
@@ -183,14 +188,14 @@ func (up *upConn) traffic() gnet.Action {
 			}
 			return gnet.None
 		}
-		var h respHead
-		if parseResponse(buf[:hlen], &h) && h.code < 500 {
+		var h http1.Response
+		if http1.ParseResponse(buf[:hlen], &h) && h.Code() < 500 {
 			need := -1
-			switch http1.ResponseBody(cc.ctx.IsHead(), h.code, h.cl) {
+			switch http1.ResponseBody(cc.ctx.IsHead(), h.Code(), h.ContentLength()) {
 			case http1.BodyNone:
 				need = hlen
 			case http1.BodyWhole:
-				need = hlen + h.cl
+				need = hlen + h.ContentLength()
 			}
 			if need >= 0 {
 				if len(buf) < need {
@@ -199,8 +204,8 @@ func (up *upConn) traffic() gnet.Action {
 				return up.forward(&h, buf[hlen:need], need, len(buf) == need)
 			}
 		}
-		if bothFramings(buf[:hlen]) {
-			return up.fail(errFraming)
+		if http1.BothFramings(buf[:hlen]) {
+			return up.fail(http1.ErrFraming)
 		}
 		resp.Reset()
 		resp.Header.SetNoDefaultContentType(true)
@@ -246,12 +251,12 @@ func (up *upConn) traffic() gnet.Action {
 // client as it came (see clientConn.forward): the attempt succeeded. It
 // keeps up for the next request unless keep is false or the target closes
 // it.
-func (up *upConn) forward(h *respHead, body []byte, n int, keep bool) gnet.Action {
+func (up *upConn) forward(h *http1.Response, body []byte, n int, keep bool) gnet.Action {
 	cc := up.cc
 	cc.up = nil
-	cc.upstreamEnded(h.code)
+	cc.upstreamEnded(h.Code())
 	cc.forward(h, body)
-	return up.done(n, keep && !h.close())
+	return up.done(n, keep && !h.Close())
 }
 
 // done consumes the n bytes of up's response, and keeps up for the next
@@ -297,9 +302,9 @@ func (up *upConn) stream(hlen, cl int) gnet.Action {
 		cc.streamDeadline = cc.att.start.Add(d) // the timeout bounds the body too
 	}
 	br := bufio.NewReader(nc)
-	body := newConnBody(br, cl)
-	body.conn, body.trip = nc, trip{deadline: cc.streamDeadline, wait: up.t.wait}
-	body.start(br, keep, func(reuse bool) { cc.streamReuse = reuse && br.Buffered() == 0 })
+	body := upstream.NewConnBody(br, cl)
+	body.Start(br, nc, upstream.Trip{Deadline: cc.streamDeadline, Wait: up.t.Wait}, keep,
+		func(reuse bool) { cc.streamReuse = reuse && br.Buffered() == 0 })
 	cc.ctx.Response.SetBodyStream(body, cl)
 	cc.upstreamDone(&cc.ctx.Response, nil)
 	return gnet.Close

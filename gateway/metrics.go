@@ -35,10 +35,10 @@ func (g *Gateway) live() telemetry.Live {
 		l.Routes = append(l.Routes, rs)
 	}
 	for name, p := range st.pools {
-		for _, t := range p.targets {
-			ts := telemetry.TargetState{Upstream: name, URL: t.url, Healthy: t.healthy.Load(), InFlight: t.inflight.Load()}
-			if pb, ok := t.passive.(passiveBreaker); ok {
-				ts.Breaker = pb.State()
+		for _, t := range p.Targets() {
+			ts := telemetry.TargetState{Upstream: name, URL: t.URL, Healthy: t.Healthy(), InFlight: t.InFlight.Load()}
+			if b, ok := t.Breaker(); ok {
+				ts.Breaker = b
 			}
 			l.Targets = append(l.Targets, ts)
 		}
@@ -92,14 +92,14 @@ func forgetRemoved(old, next *state) {
 	type targetID struct{ upstream, url string }
 	targets := map[targetID]bool{}
 	for name, p := range next.pools {
-		for _, t := range p.targets {
-			targets[targetID{name, t.url}] = true
+		for _, t := range p.Targets() {
+			targets[targetID{name, t.URL}] = true
 		}
 	}
 	for name, p := range old.pools {
-		for _, t := range p.targets {
-			if !targets[targetID{name, t.url}] {
-				t.metrics.Forget()
+		for _, t := range p.Targets() {
+			if !targets[targetID{name, t.URL}] {
+				t.Metrics.Forget()
 			}
 		}
 	}
@@ -115,9 +115,10 @@ type targetMetrics struct {
 	key targetKey
 }
 
-// newTargetMetrics returns the metrics of the target at url of upstream.
-func newTargetMetrics(g *Gateway, upstream, url string) targetMetrics {
-	return targetMetrics{Target: g.metrics.Target(upstream, url), g: g, key: targetKey{upstream, url}}
+// newTargetMetrics returns the metrics of the target at url of the
+// upstream called up.
+func newTargetMetrics(g *Gateway, up, url string) targetMetrics {
+	return targetMetrics{Target: g.metrics.Target(up, url), g: g, key: targetKey{up, url}}
 }
 
 // BreakerTransition records a change of the target's breaker to state to.

@@ -47,7 +47,7 @@ var (
 	hdrTracestate  = []byte("Tracestate")
 )
 
-// headerReader reads a request header: reqHead on the loops,
+// headerReader reads a request header: http1.Request on the loops,
 // fasthttp.RequestHeader on the goroutine engine.
 type headerReader interface {
 	Peek(name string) []byte
@@ -83,7 +83,7 @@ func (o *observation) startTrace(tr *tracing.Provider, h headerReader, method, p
 func (o *observation) beginAttempt(t *target, reason string) *tracing.Attempt {
 	o.attempts++
 	o.target = t
-	return o.trace.Attempt(o.attempts, t.url, t.client.Addr, reason)
+	return o.trace.Attempt(o.attempts, t.URL, t.Client.Addr, reason)
 }
 
 // endAttempt ends the span of an attempt, now, with the upstream's status

@@ -2,13 +2,7 @@
 
 package gateway
 
-import (
-	"net"
-	"syscall"
-)
-
-// strayBytes reports false: this system offers no way to peek.
-func strayBytes(net.Conn) bool { return false }
+import "syscall"
 
 // left waits for nothing: this system offers no way to peek.
 func left(syscall.RawConn) bool { return false }

@@ -73,12 +73,12 @@ func buildRoute(rc *config.Route, st *state, old *route, g *Gateway) (*route, er
 // fall back beyond a static answer (see loopFlow).
 func loopRoute(rc *config.Route, st *state, p *pool) bool {
 	pc := &rc.Policies
-	if pc.Coalesce || p.h2 != nil || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
+	if pc.Coalesce || p.H2() != nil || (pc.Concurrency != nil && pc.Concurrency.Queue > 0) ||
 		(pc.RateLimit != nil && st.cfg.Store.Kind == "redis") || !loopFlow(pc) {
 		return false
 	}
-	for _, t := range p.targets {
-		if t.client.IsTLS {
+	for _, t := range p.Targets() {
+		if t.Client.IsTLS {
 			return false
 		}
 	}

@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/concurrency"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // TestPriorityClass checks how a request's class is found: the header's
@@ -45,7 +47,7 @@ func TestPriorityClass(t *testing.T) {
 }
 
 // TestPriorityRepeatedHeader checks, for the request readers of both
-// engines (fasthttp's for the goroutine engine, reqHead for the loops),
+// engines (fasthttp's for the goroutine engine, http1.Request for the loops),
 // that a priority header sent more than once gives the least important
 // class of its values, an unmapped value counting as the default: a client
 // that adds its own header before the one a proxy appends cannot raise its
@@ -71,8 +73,8 @@ func TestPriorityRepeatedHeader(t *testing.T) {
 			req.Header.Add("X-Tier", v)
 			head += "x-tier: " + v + "\n"
 		}
-		var h reqHead
-		if !parseRequest(crlf(head+"\n"), &h) {
+		var h http1.Request
+		if !http1.ParseRequest([]byte(strings.ReplaceAll(head+"\n", "\n", "\r\n")), &h) {
 			t.Fatalf("%q: refused", head)
 		}
 		for name, r := range map[string]request{"goroutine": fastRequest{&req}, "loop": &h} {

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/internal/requestid"
 	"github.com/sluicehq/sluice/internal/tracing"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // maxReplayBody is the largest request body kept in memory so that a retry
@@ -90,7 +91,7 @@ type exchange struct {
 // coalesced call) must not find the cut of a client that left before.
 func (x *exchange) reset() *exchange {
 	*x = exchange{xff: x.xff[:0], watch: x.watch}
-	x.watch.cut = interrupt{}
+	x.watch.cut = upstream.Interrupt{}
 	return x
 }
 
@@ -156,7 +157,7 @@ func (x *exchange) sleep(d time.Duration) bool {
 	select {
 	case <-t.C():
 		return true
-	case <-x.watch.cut.left():
+	case <-x.watch.cut.Left():
 		return false
 	}
 }
@@ -181,7 +182,7 @@ func (x *exchange) attempt(a *attempt) (*fasthttp.Response, error) {
 	if resp == nil {
 		resp = fasthttp.AcquireResponse()
 	}
-	err := t.roundTrip(req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
+	err := t.RoundTrip(req, resp, attemptTrip(x.rt.life, a, &x.watch.cut))
 	if err != nil {
 		if resp != x.direct {
 			fasthttp.ReleaseResponse(resp)
@@ -278,10 +279,10 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 		}
 	}
 	if rules == nil || !rules.preserveHost {
-		req.Header.SetHost(t.client.Addr)
+		req.Header.SetHost(t.Client.Addr)
 	}
 	req.UseHostHeader = true
-	if t.client.IsTLS {
+	if t.Client.IsTLS {
 		req.URI().SetScheme("https")
 	} else {
 		req.URI().SetScheme("http")
@@ -299,13 +300,13 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 // removeHopRequest also deletes every X-Forwarded-For, -Host and -Proto
 // header, which prepare then sets once: a client's duplicates must not reach
 // the upstream beside the gateway's values; and every Forwarded header
-// (see forwardedHeader).
+// (see http1.ForwardedHeader).
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]
 	conn := http1.OneList(h.PeekAll("Connection"))
 	for k := range h.All() {
-		if forwardedHeader(k) {
+		if http1.ForwardedHeader(k) {
 			names = append(append(names, k...), 0)
 			continue
 		}
@@ -348,7 +349,7 @@ func nextName(names []byte) (name, rest []byte) {
 
 // upstreamError wraps a client error from target t in an *UpstreamError.
 func upstreamError(t *target, err error) *UpstreamError {
-	ue := &UpstreamError{Target: t.url, Err: err}
+	ue := &UpstreamError{Target: t.URL, Err: err}
 	var op *net.OpError
 	switch {
 	case errors.Is(err, fasthttp.ErrDialTimeout), errors.As(err, &op) && op.Op == "dial" && op.Timeout():
@@ -361,6 +362,10 @@ func upstreamError(t *target, err error) *UpstreamError {
 	}
 	return ue
 }
+
+// http11 is the version the gateway speaks, to targets and clients alike
+// (RFC 9110 section 6.2), whatever theirs.
+var http11 = []byte("HTTP/1.1")
 
 // releaseResponse closes a streamed body and frees the response.
 func releaseResponse(resp *fasthttp.Response) {
@@ -431,12 +436,12 @@ type upstreamBody struct {
 	r    io.Reader
 	resp *fasthttp.Response
 	held bool // Close does nothing: the body outlives its response (see hold)
-	endHook
+	upstream.BodyEnd
 }
 
 func (b *upstreamBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	b.took(n, err)
+	b.Took(n, err)
 	return n, err
 }
 
@@ -448,6 +453,6 @@ func (b *upstreamBody) Close() error {
 		releaseResponse(b.resp)
 		b.resp = nil
 	}
-	b.end()
+	b.End()
 	return nil
 }

@@ -34,7 +34,7 @@ func newMatcher(m config.Match) matcher {
 }
 
 // request is what routing and rate-limit keys read of a request: one that
-// fasthttp parsed (fastRequest), or a head an event loop read (reqHead).
+// fasthttp parsed (fastRequest), or a head an event loop read (http1.Request).
 type request interface {
 	// Path is the path as the upstream will understand it (percent-decoded,
 	// dot segments resolved, slashes merged): matching the raw path would

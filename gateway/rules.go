@@ -15,7 +15,8 @@ import (
 // responses (config.Route's rewrite, headers and preserve_host), applied
 // after routing and after the hop-by-hop headers are dropped, alike on
 // both engines: exchange.prepare and sendResponse apply them to fasthttp's
-// messages, appendRequest and appendResponse to the loops' bytes.
+// messages, http1.AppendRequest and http1.AppendResponse to the loops'
+// bytes.
 type routeRules struct {
 	strip, add   string // the path's prefixes to strip, then to add; "" when none
 	request      headerEdit
@@ -135,3 +136,25 @@ func (r *routeRules) appendPath(dst, path []byte) []byte {
 }
 
 var slash = []byte("/")
+
+// lineEdit is a headerEdit as the loops' http1.AppendRequest and
+// http1.AppendResponse take it.
+type lineEdit headerEdit
+
+func (e *lineEdit) Drops(k []byte) bool { return (*headerEdit)(e).drops(k) }
+func (e *lineEdit) AppendLines(dst []byte, rateLimited bool) []byte {
+	return (*headerEdit)(e).appendLines(dst, rateLimited)
+}
+
+// pathRewrite is routeRules as http1.AppendRequest takes them.
+type pathRewrite routeRules
+
+func (r *pathRewrite) AppendPath(dst, path []byte) []byte {
+	return (*routeRules)(r).appendPath(dst, path)
+}
+func (r *pathRewrite) KeepHost() bool { return r.preserveHost }
+
+var (
+	_ http1.Edit    = (*lineEdit)(nil)
+	_ http1.Rewrite = (*pathRewrite)(nil)
+)

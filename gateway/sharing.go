@@ -110,7 +110,7 @@ func (sr *sharedResponse) note(k, v []byte) {
 			case len(name) == 0:
 			case string(name) == "*":
 				sr.private = true // the answer depends on more than the request
-			case forwardedHeader(name):
+			case http1.ForwardedHeader(name):
 				// The gateway sets them from the client's address: the
 				// answer is the first client's alone. (A request refused
 				// before any attempt still has the client's own, which

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/internal/tracing"
+	"github.com/sluicehq/sluice/internal/upstream"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -48,7 +49,7 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	clientTLS := make(map[string]*tls.Config, len(cfg.Upstreams))
 	var errs []error
 	for name, ucfg := range cfg.Upstreams {
-		if clientTLS[name], err = upstreamTLS(name, ucfg); err != nil {
+		if clientTLS[name], err = upstream.ClientTLS(name, ucfg); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -68,12 +69,18 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 	}
 	for name, ucfg := range cfg.Upstreams {
 		if old != nil {
-			if p := old.pools[name]; p != nil && reflect.DeepEqual(p.cfg, ucfg) && sameClientTLS(p.tls, clientTLS[name]) {
+			if p := old.pools[name]; p != nil && reflect.DeepEqual(p.Config(), ucfg) && upstream.SameClientTLS(p.TLS(), clientTLS[name]) {
 				st.pools[name] = p
 				continue
 			}
 		}
-		st.pools[name] = newPool(name, ucfg, clientTLS[name], g)
+		p, err := newPool(name, ucfg, clientTLS[name], g)
+		if err != nil {
+			st.close(old)
+			forgetRemoved(st, old)
+			return nil, err
+		}
+		st.pools[name] = p
 	}
 	var oldRoutes map[string]*route
 	if old != nil {
@@ -92,7 +99,7 @@ func buildState(cfg *config.Config, old *state, g *Gateway) (*state, error) {
 		st.routes = append(st.routes, r)
 	}
 	for _, p := range st.pools {
-		p.start()
+		p.Start()
 	}
 	return st, nil
 }

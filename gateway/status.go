@@ -111,11 +111,11 @@ func (g *Gateway) Status() Status {
 		s.Routes = append(s.Routes, rs)
 	}
 	for name, p := range st.pools {
-		us := UpstreamStatus{Name: name, Balance: p.cfg.Balance}
-		for _, t := range p.targets {
-			ts := TargetStatus{URL: t.url, Healthy: t.healthy.Load(), InFlight: t.inflight.Load()}
-			if pb, ok := t.passive.(passiveBreaker); ok {
-				ts.Breaker = pb.State().String()
+		us := UpstreamStatus{Name: name, Balance: p.Config().Balance}
+		for _, t := range p.Targets() {
+			ts := TargetStatus{URL: t.URL, Healthy: t.Healthy(), InFlight: t.InFlight.Load()}
+			if b, ok := t.Breaker(); ok {
+				ts.Breaker = b.String()
 			}
 			us.Targets = append(us.Targets, ts)
 		}

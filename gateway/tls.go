@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"crypto"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -43,49 +42,4 @@ func serverTLS(c *config.TLS) (*tls.Config, error) {
 		GetCertificate: set.Get,
 		NextProtos:     []string{"h2", "http/1.1"},
 	}, nil
-}
-
-// upstreamTLS reads the files of an upstream's tls section and returns the
-// client configuration for its https targets; nil when it has none, and
-// then the defaults (system roots, the target's host) apply.
-func upstreamTLS(name string, u *config.Upstream) (*tls.Config, error) {
-	t := u.TLS
-	if t == nil {
-		return nil, nil
-	}
-	c, err := certs.Client{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
-		ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}.Config()
-	if err != nil {
-		return nil, fmt.Errorf("upstreams.%s.tls: %w", name, err)
-	}
-	return c, nil
-}
-
-// sameClientTLS reports whether a and b (from upstreamTLS) trust the same
-// roots and present the same certificate, so that a pool built with a can
-// keep serving when the files behind b did not change.
-func sameClientTLS(a, b *tls.Config) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	if (a.RootCAs == nil) != (b.RootCAs == nil) || a.RootCAs != nil && !a.RootCAs.Equal(b.RootCAs) ||
-		len(a.Certificates) != len(b.Certificates) {
-		return false
-	}
-	for i := range a.Certificates {
-		ca, cb := a.Certificates[i], b.Certificates[i]
-		if len(ca.Certificate) != len(cb.Certificate) {
-			return false
-		}
-		for j := range ca.Certificate {
-			if string(ca.Certificate[j]) != string(cb.Certificate[j]) {
-				return false
-			}
-		}
-		ka, ok := ca.PrivateKey.(interface{ Equal(crypto.PrivateKey) bool })
-		if !ok || !ka.Equal(cb.PrivateKey) {
-			return false
-		}
-	}
-	return true
 }

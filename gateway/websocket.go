@@ -126,10 +126,10 @@ func (c *wsCall) abandon(up net.Conn) {
 // response-header timeout bound it; the target's passive health learns its
 // outcome, and obs records it as the request's attempt.
 func (g *Gateway) wsHandshake(rt *route, obs *observation, head func(host string, span *tracing.Attempt) []byte) (net.Conn, *http.Response, error) {
-	t := rt.pool.choose(nil)
-	permit := t.permit()
+	t := rt.pool.Choose(nil)
+	permit := t.Permit()
 	span := obs.beginAttempt(t, "")
-	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.client.Addr, span))
+	conn, resp, err := wsExchange(t, rt.policies.timeout, head(t.Client.Addr, span))
 	if err != nil {
 		ue := upstreamError(t, err)
 		endAttempt(span, 0, ue)
@@ -151,24 +151,24 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 	if limit > 0 {
 		deadline = time.Now().Add(limit)
 	}
-	d := net.Dialer{Timeout: t.connect, Deadline: deadline}
-	conn, err := d.Dial("tcp", t.client.Addr)
+	d := net.Dialer{Timeout: t.Connect, Deadline: deadline}
+	conn, err := d.Dial("tcp", t.Client.Addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if t.client.IsTLS {
+	if t.Client.IsTLS {
 		cfg := &tls.Config{}
-		if t.client.TLSConfig != nil {
-			cfg = t.client.TLSConfig.Clone()
+		if t.Client.TLSConfig != nil {
+			cfg = t.Client.TLSConfig.Clone()
 		}
 		if cfg.ServerName == "" {
-			cfg.ServerName, _, _ = net.SplitHostPort(t.client.Addr)
+			cfg.ServerName, _, _ = net.SplitHostPort(t.Client.Addr)
 		}
 		cfg.NextProtos = []string{"http/1.1"} // a WebSocket upgrade is HTTP/1.1's
 		conn = tls.Client(conn, cfg)
 	}
-	if limit <= 0 && t.wait > 0 {
-		deadline = time.Now().Add(t.wait)
+	if limit <= 0 && t.Wait > 0 {
+		deadline = time.Now().Add(t.Wait)
 	}
 	_ = conn.SetDeadline(deadline)
 	br := bufio.NewReader(conn)
@@ -226,7 +226,7 @@ func wsRequestHead(f wsHandshakeFrom, host string, span *tracing.Attempt) []byte
 	b = append(append(b, host...), "\r\n"...)
 	tp, ts := span.Headers()
 	for k, v := range f.headers {
-		if http1.EqualName(k, "Host") || forwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) ||
+		if http1.EqualName(k, "Host") || http1.ForwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) ||
 			http1.EqualName(k, requestid.Header) || tp != nil && (http1.EqualName(k, "Traceparent") || http1.EqualName(k, "Tracestate")) {
 			continue
 		}

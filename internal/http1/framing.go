@@ -1,8 +1,10 @@
 package http1
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
+	"strings"
 )
 
 // SmallBody is the largest response body, in bytes, that is read whole:
@@ -71,3 +73,41 @@ var ErrUnexpected101 = errors.New("gateway: unexpected 101 response")
 // MaxInterim interim responses. Its text is the gateway's, as the logs have
 // it.
 var ErrTooManyInterim = errors.New("gateway: too many interim responses")
+
+// ErrFraming is the error of a response with both a Content-Length and a
+// Transfer-Encoding: which of them frames the body is a guess (RFC 9112
+// section 6.3 lets Transfer-Encoding win, and asks to close the connection
+// after), and the mismatch is how responses are split, so the gateway
+// refuses it, as nginx does. Its text is the gateway's, as the logs have
+// it.
+var ErrFraming = errors.New("gateway: response with both Content-Length and Transfer-Encoding")
+
+// BothFramings reports whether the header section at the start of b (the
+// whole of b when it does not end there) has both a Content-Length and a
+// Transfer-Encoding field.
+func BothFramings(b []byte) bool {
+	cl, te := false, false
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(line) <= 1 { // "\r" or "": the end of the section
+			break
+		}
+		switch line[0] | 0x20 {
+		case 'c':
+			cl = cl || hasName(line, "content-length:")
+		case 't':
+			te = te || hasName(line, "transfer-encoding:")
+		}
+	}
+	return cl && te
+}
+
+// hasName reports whether line starts with name, in any case.
+func hasName(line []byte, name string) bool {
+	return len(line) >= len(name) && strings.EqualFold(string(line[:len(name)]), name)
+}

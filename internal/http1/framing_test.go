@@ -37,3 +37,18 @@ func TestInterim(t *testing.T) {
 		}
 	}
 }
+
+func TestBothFramings(t *testing.T) {
+	for head, want := range map[string]bool{
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n":     true,
+		"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nCONTENT-LENGTH: 3\r\n\r\n":     true,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n":                                   false,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nContent-Length: 3\r\n\r\n": false, // after the section
+		"HTTP/1.1 200 OK\r\nX-Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n":   false,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked":             true, // the section not ended yet
+	} {
+		if got := BothFramings([]byte(head)); got != want {
+			t.Errorf("BothFramings(%q) = %v, want %v", head, got, want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"bytes"
@@ -41,40 +41,31 @@ func h2Transport(u *config.Upstream, tc *tls.Config) *http.Transport {
 	return tr
 }
 
-// roundTrip sends req to t and reads its response into resp, over HTTP/2
-// or HTTP/1.1 as t's upstream speaks (see h2RoundTrip and roundTrip).
-func (t *target) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, tr trip) error {
-	if t.h2 != nil {
-		return h2RoundTrip(t.h2, t, req, resp, tr)
-	}
-	return roundTrip(t.client, req, resp, tr)
-}
-
 // h2RoundTrip sends req to target t over tr, an h2 or h2c transport, and
 // reads the response into resp: its status and headers, and its body whole
 // when it is at most http1.SmallBody long, else as a stream. The bounds are
-// roundTrip's: the response's head must come by the trip's head, the whole
+// RoundTrip's: the response's head must come by the trip's Head, the whole
 // exchange ends by its deadline, each wait between two reads of the body
 // is bounded by its wait, and its cut ends the exchange when the client
 // leaves. HTTP/2 flow control paces the target when the client reads the
 // stream slowly.
-func h2RoundTrip(tr *http.Transport, t *target, req *fasthttp.Request, resp *fasthttp.Response, trp trip) error {
+func h2RoundTrip(tr *http.Transport, t *Target, req *fasthttp.Request, resp *fasthttp.Response, trp Trip) error {
 	ctx, cancel := context.WithCancel(context.Background())
-	if !trp.deadline.IsZero() {
-		ctx, cancel = context.WithDeadline(context.Background(), trp.deadline)
+	if !trp.Deadline.IsZero() {
+		ctx, cancel = context.WithDeadline(context.Background(), trp.Deadline)
 	}
 	hreq, err := h2Request(ctx, t, req)
 	if err != nil {
 		cancel()
 		return err
 	}
-	stall := &stallTimer{wait: trp.wait, cancel: cancel}
-	if err := trp.cut.set(cancelConn{cancel}); err != nil {
+	stall := &stallTimer{wait: trp.Wait, cancel: cancel}
+	if err := trp.Cut.set(cancelConn{cancel}); err != nil {
 		cancel()
 		return err
 	}
-	if !trp.head.IsZero() {
-		d := time.Until(trp.head)
+	if !trp.Head.IsZero() {
+		d := time.Until(trp.Head)
 		if d <= 0 {
 			cancel()
 			return fasthttp.ErrTimeout
@@ -83,7 +74,7 @@ func h2RoundTrip(tr *http.Transport, t *target, req *fasthttp.Request, resp *fas
 	}
 	hresp, err := tr.RoundTrip(hreq)
 	stall.disarm()
-	err = trp.cut.clear(err)
+	err = trp.Cut.clear(err)
 	if err != nil {
 		if hresp != nil {
 			hresp.Body.Close()
@@ -121,11 +112,11 @@ func h2RoundTrip(tr *http.Transport, t *target, req *fasthttp.Request, resp *fas
 	return nil
 }
 
-// h2Request is req, prepared for target t (see exchange.prepare), as a
+// h2Request is req, prepared for target t, as a
 // net/http request for an HTTP/2 transport.
-func h2Request(ctx context.Context, t *target, req *fasthttp.Request) (*http.Request, error) {
+func h2Request(ctx context.Context, t *Target, req *fasthttp.Request) (*http.Request, error) {
 	scheme := "http://"
-	if t.client.IsTLS {
+	if t.Client.IsTLS {
 		scheme = "https://"
 	}
 	var body io.Reader
@@ -135,7 +126,7 @@ func h2Request(ctx context.Context, t *target, req *fasthttp.Request) (*http.Req
 	} else if b := req.Body(); len(b) > 0 {
 		body, n = bytes.NewReader(b), int64(len(b))
 	}
-	hreq, err := http.NewRequestWithContext(ctx, string(req.Header.Method()), scheme+t.client.Addr+string(req.RequestURI()), body)
+	hreq, err := http.NewRequestWithContext(ctx, string(req.Header.Method()), scheme+t.Client.Addr+string(req.RequestURI()), body)
 	if err != nil {
 		return nil, err
 	}
@@ -177,13 +168,13 @@ func (s *stallTimer) disarm() {
 }
 
 // h2Body is the body of a response from an HTTP/2 target: each read is
-// bounded by the stall timer, and Close ends the stream (and frees what
-// the exchange holds).
+// bounded by the stall timer and counted by its BodyEnd, and Close ends
+// the stream (and frees what the exchange holds) and its BodyEnd.
 type h2Body struct {
 	body   io.ReadCloser
 	stall  *stallTimer
 	cancel context.CancelFunc
-	endHook
+	BodyEnd
 }
 
 func (b *h2Body) Read(p []byte) (int, error) {
@@ -191,7 +182,7 @@ func (b *h2Body) Read(p []byte) (int, error) {
 		b.stall.arm(b.stall.wait)
 	}
 	n, err := b.body.Read(p)
-	b.took(n, err)
+	b.Took(n, err)
 	b.stall.disarm()
 	if err != nil && err != io.EOF && b.stall.fired.Load() {
 		err = fasthttp.ErrTimeout
@@ -203,11 +194,11 @@ func (b *h2Body) Close() error {
 	b.stall.disarm()
 	err := b.body.Close()
 	b.cancel()
-	b.end()
+	b.End()
 	return err
 }
 
-// cancelConn lets an interrupt cut an HTTP/2 exchange, which has no
+// cancelConn lets an Interrupt cut an HTTP/2 exchange, which has no
 // connection of its own: its deadline cancels the exchange's context.
 type cancelConn struct{ cancel context.CancelFunc }
 

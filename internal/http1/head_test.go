@@ -1,27 +1,19 @@
-//go:build linux
-
-package gateway
+package http1
 
 import (
 	"bufio"
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/sluicehq/sluice/internal/http1"
 )
-
-// crlf turns the line feeds of a test message into CRLF.
-func crlf(s string) []byte { return []byte(strings.ReplaceAll(s, "\n", "\r\n")) }
 
 func TestParseRequest(t *testing.T) {
 	b := crlf("POST /v1/infer?model=a%20b HTTP/1.1\nHost: api.example\nContent-Length: 5\n" +
 		"Connection: keep-alive, close\nX-Forwarded-For:  10.0.0.1 \nX-Api-Key: k1\nIdempotency-Key: 7\n\n")
-	var h reqHead
-	if !parseRequest(b, &h) {
+	var h Request
+	if !ParseRequest(b, &h) {
 		t.Fatal("plain request refused")
 	}
 	for _, c := range []struct{ name, got, want string }{
@@ -36,15 +28,15 @@ func TestParseRequest(t *testing.T) {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	if h.cl != 5 || !h.close() || !h.replayable() || h.Peek("Missing") != nil {
-		t.Errorf("cl %d, close %v, replayable %v, Peek(Missing) %q", h.cl, h.close(), h.replayable(), h.Peek("Missing"))
+	if h.cl != 5 || !h.Close() || !h.Replayable() || h.Peek("Missing") != nil {
+		t.Errorf("cl %d, close %v, replayable %v, Peek(Missing) %q", h.cl, h.Close(), h.Replayable(), h.Peek("Missing"))
 	}
 
-	if !parseRequest(crlf("GET / HTTP/1.1\nHost: a\n\n"), &h) || h.cl != 0 || h.close() || !h.replayable() {
-		t.Errorf("minimal GET: cl %d, close %v", h.cl, h.close())
+	if !ParseRequest(crlf("GET / HTTP/1.1\nHost: a\n\n"), &h) || h.cl != 0 || h.Close() || !h.Replayable() {
+		t.Errorf("minimal GET: cl %d, close %v", h.cl, h.Close())
 	}
 	for _, host := range []string{"a:80", "127.0.0.1:8080", "[::1]:8080", "[::1]", "my_host.example"} {
-		if !parseRequest(crlf("GET / HTTP/1.1\nHost: "+host+"\n\n"), &h) {
+		if !ParseRequest(crlf("GET / HTTP/1.1\nHost: "+host+"\n\n"), &h) {
 			t.Errorf("Host %s refused", host)
 		}
 	}
@@ -87,17 +79,17 @@ func TestParseRequestRefuses(t *testing.T) {
 		"Host with bad port":  "GET / HTTP/1.1\nHost: a:x\n\n",
 		"bad IPv6 Host":       "GET / HTTP/1.1\nHost: [zz]\n\n",
 	} {
-		var h reqHead
-		if parseRequest(crlf(head), &h) {
+		var h Request
+		if ParseRequest(crlf(head), &h) {
 			t.Errorf("%s: taken as plain", name)
 		}
 	}
-	var h reqHead
+	var h Request
 	for name, head := range map[string]string{
 		"bare CR in value": "GET / HTTP/1.1\r\nHost: a\r\nX: y\rz\r\n\r\n",
 		"bare LF":          "GET / HTTP/1.1\r\nHost: a\nX: y\r\n\r\n",
 	} {
-		if parseRequest([]byte(head), &h) {
+		if ParseRequest([]byte(head), &h) {
 			t.Errorf("%s: taken as plain", name)
 		}
 	}
@@ -107,11 +99,11 @@ func TestAppendRequest(t *testing.T) {
 	b := crlf("POST /v1/x?q=1 HTTP/1.1\nHost: api.example\nContent-Length: 2\nConnection: keep-alive, X-Secret\n" +
 		"X-Secret: s\nKeep-Alive: timeout=5\nTE: trailers\nProxy-Authorization: p\nX-Forwarded-For: 10.0.0.1\n" +
 		"X-Forwarded-Host: forged\nx-forwarded-proto: https\nAccept: */*\n\n")
-	var h reqHead
-	if !parseRequest(b, &h) {
+	var h Request
+	if !ParseRequest(b, &h) {
 		t.Fatal("refused")
 	}
-	got := string(appendRequest(nil, &h, []byte("10.0.0.1, 127.0.0.1"), false, "127.0.0.1:9001", []byte("hi"), nil, []byte("id-1"), nil, ""))
+	got := string(AppendRequest(nil, &h, &Forward{Addr: "127.0.0.1:9001", XFF: []byte("10.0.0.1, 127.0.0.1"), ID: []byte("id-1")}, []byte("hi")))
 	want := string(crlf("POST /v1/x?q=1 HTTP/1.1\nHost: 127.0.0.1:9001\nContent-Length: 2\nAccept: */*\n" +
 		"X-Forwarded-For: 10.0.0.1, 127.0.0.1\nX-Forwarded-Host: api.example\nX-Forwarded-Proto: http\nX-Request-Id: id-1\n\nhi"))
 	if got != want {
@@ -124,8 +116,8 @@ func TestAppendRequest(t *testing.T) {
 // (and only then).
 func TestAppendRequestContext(t *testing.T) {
 	b := crlf("GET / HTTP/1.1\nHost: a:1\nx-request-id: client\ntraceparent: 00-client-01\nTracestate: v=1\n\n")
-	var h reqHead
-	if !parseRequest(b, &h) || string(h.requestID) != "client" {
+	var h Request
+	if !ParseRequest(b, &h) || string(h.requestID) != "client" {
 		t.Fatalf("refused, or X-Request-Id %q", h.requestID)
 	}
 	const forwarded = "X-Forwarded-For: 127.0.0.1\nX-Forwarded-Host: a:1\nX-Forwarded-Proto: http\n"
@@ -138,12 +130,12 @@ func TestAppendRequestContext(t *testing.T) {
 		if tt.tp != "" {
 			tp = []byte(tt.tp)
 		}
-		got := string(appendRequest(nil, &h, []byte("127.0.0.1"), false, "u:2", nil, nil, []byte("id-1"), tp, tt.ts))
+		got := string(AppendRequest(nil, &h, &Forward{Addr: "u:2", XFF: []byte("127.0.0.1"), ID: []byte("id-1"), Traceparent: tp, Tracestate: tt.ts}, nil))
 		if want := string(crlf(tt.want)); got != want {
 			t.Errorf("traceparent %q tracestate %q: upstream request\n%q\nwant\n%q", tt.tp, tt.ts, got, want)
 		}
 	}
-	if parseRequest(crlf("GET / HTTP/1.1\nHost: a:1\nX-Request-Id: 1\nX-Request-Id: 2\n\n"), &h) {
+	if ParseRequest(crlf("GET / HTTP/1.1\nHost: a:1\nX-Request-Id: 1\nX-Request-Id: 2\n\n"), &h) {
 		t.Error("two X-Request-Id taken as plain, want the request handed to the goroutine engine")
 	}
 }
@@ -151,15 +143,15 @@ func TestAppendRequestContext(t *testing.T) {
 func TestParseAndAppendResponse(t *testing.T) {
 	b := crlf("HTTP/1.1 200 OK\nContent-Type: text/plain\nContent-Length: 3\nConnection: keep-alive, X-Hop\n" +
 		"X-Hop: 1\nKeep-Alive: timeout=5\nRateLimit: forged\nServer: up\nDate: Mon, 01 Jan 2024 00:00:00 GMT\n\n")
-	var h respHead
-	if !parseResponse(b, &h) {
+	var h Response
+	if !ParseResponse(b, &h) {
 		t.Fatal("refused")
 	}
-	if h.code != 200 || h.cl != 3 || h.close() {
-		t.Errorf("code %d, cl %d, close %v", h.code, h.cl, h.close())
+	if h.code != 200 || h.cl != 3 || h.Close() {
+		t.Errorf("code %d, cl %d, close %v", h.code, h.cl, h.Close())
 	}
-	now := time.Date(2026, 12, 1, 16, 1, 20, 0, time.UTC)
-	got := string(appendResponse(nil, &h, []byte(`"r";q=5;w=1`), []byte(`"r";r=4;t=1`), true, []byte("abc"), now, nil))
+	date := []byte("Date: Tue, 01 Dec 2026 16:01:20 GMT\r\n")
+	got := string(AppendResponse(nil, &h, &Deliver{Date: date, Policy: []byte(`"r";q=5;w=1`), RateLimit: []byte(`"r";r=4;t=1`), Closing: true}, []byte("abc")))
 	want := string(crlf("HTTP/1.1 200 OK\nContent-Type: text/plain\nContent-Length: 3\nServer: up\n" +
 		"Date: Tue, 01 Dec 2026 16:01:20 GMT\n" +
 		"RateLimit-Policy: \"r\";q=5;w=1\nRateLimit: \"r\";r=4;t=1\nConnection: close\n\nabc"))
@@ -167,11 +159,11 @@ func TestParseAndAppendResponse(t *testing.T) {
 		t.Errorf("client response:\n%q\nwant\n%q", got, want)
 	}
 	// Without a rate-limit decision the target's own headers pass.
-	if got := string(appendResponse(nil, &h, nil, nil, false, nil, now, nil)); !strings.Contains(got, "RateLimit: forged\r\n") {
+	if got := string(AppendResponse(nil, &h, &Deliver{Date: date}, nil)); !strings.Contains(got, "RateLimit: forged\r\n") {
 		t.Errorf("target's RateLimit dropped without a decision: %q", got)
 	}
 
-	if !parseResponse(crlf("HTTP/1.1 204\n\n"), &h) || h.code != 204 || h.cl != -1 {
+	if !ParseResponse(crlf("HTTP/1.1 204\n\n"), &h) || h.code != 204 || h.cl != -1 {
 		t.Errorf("204 without reason: ok, code %d, cl %d", h.code, h.cl)
 	}
 	for name, head := range map[string]string{
@@ -183,7 +175,7 @@ func TestParseAndAppendResponse(t *testing.T) {
 		"no space":      "HTTP/1.1 200OK\n\n",
 		"folded header": "HTTP/1.1 200 OK\nX: a\n b\n\n",
 	} {
-		if parseResponse(crlf(head), &h) {
+		if ParseResponse(crlf(head), &h) {
 			t.Errorf("%s: taken as plain", name)
 		}
 	}
@@ -204,9 +196,9 @@ func FuzzParseRequest(f *testing.F) {
 		f.Add(crlf(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var h reqHead
+		var h Request
 		var req fasthttp.Request
-		if b = plainHead(t, b, func(b []byte) bool { return parseRequest(b, &h) }, req.Header.Read); b == nil {
+		if b = plainHead(t, b, func(b []byte) bool { return ParseRequest(b, &h) }, req.Header.Read); b == nil {
 			return
 		}
 		fh := &req.Header
@@ -216,15 +208,15 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if string(fh.Method()) != string(h.method) || string(fh.RequestURI()) != string(h.uri) ||
 			string(req.URI().Path()) != string(h.path) || string(fh.Host()) != string(h.host) ||
-			cl != h.cl || fh.ConnectionClose() != h.close() ||
+			cl != h.cl || fh.ConnectionClose() != h.Close() ||
 			string(fh.Peek("X-Forwarded-For")) != string(h.xff) {
 			t.Fatalf("%q: fasthttp reads %s %s (path %s) host %q cl %d close %v xff %q; the loops %s %s (path %s) host %q cl %d close %v xff %q",
 				b, fh.Method(), fh.RequestURI(), req.URI().Path(), fh.Host(), cl, fh.ConnectionClose(), fh.Peek("X-Forwarded-For"),
-				h.method, h.uri, h.path, h.host, h.cl, h.close(), h.xff)
+				h.method, h.uri, h.path, h.host, h.cl, h.Close(), h.xff)
 		}
 		// What the loops serve, the goroutine engine would not refuse:
 		// both engines answer a request alike.
-		if code := http1.RefusedHead(fh.Method(), fh.RequestURI(), fh.Protocol(), fh.RawHeaders()); code != 0 {
+		if code := RefusedHead(fh.Method(), fh.RequestURI(), fh.Protocol(), fh.RawHeaders()); code != 0 {
 			t.Fatalf("%q: the loops serve it, the goroutine engine refuses it with %d", b, code)
 		}
 	})
@@ -241,18 +233,18 @@ func FuzzParseResponse(f *testing.F) {
 		f.Add(crlf(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var h respHead
+		var h Response
 		var resp fasthttp.Response
-		if b = plainHead(t, b, func(b []byte) bool { return parseResponse(b, &h) }, resp.Header.Read); b == nil {
+		if b = plainHead(t, b, func(b []byte) bool { return ParseResponse(b, &h) }, resp.Header.Read); b == nil {
 			return
 		}
 		if h.cl < 0 && h.code != fasthttp.StatusNoContent && h.code != fasthttp.StatusNotModified {
 			return // a body up to the connection's end: the loops leave it to fasthttp
 		}
 		cl := resp.Header.ContentLength()
-		if h.cl >= 0 && cl != h.cl || resp.StatusCode() != h.code || resp.Header.ConnectionClose() != h.close() {
+		if h.cl >= 0 && cl != h.cl || resp.StatusCode() != h.code || resp.Header.ConnectionClose() != h.Close() {
 			t.Fatalf("%q: fasthttp reads %d cl %d close %v; the loops %d cl %d close %v",
-				b, resp.StatusCode(), cl, resp.Header.ConnectionClose(), h.code, h.cl, h.close())
+				b, resp.StatusCode(), cl, resp.Header.ConnectionClose(), h.code, h.cl, h.Close())
 		}
 	})
 }
@@ -261,7 +253,7 @@ func FuzzParseResponse(f *testing.F) {
 // plain, after checking that fasthttp's read accepts it too; nil when b
 // has no head or parse refuses it.
 func plainHead(t *testing.T, b []byte, parse func([]byte) bool, read func(*bufio.Reader) error) []byte {
-	end := bytes.Index(b, crlf2)
+	end := bytes.Index(b, []byte("\r\n\r\n"))
 	if end < 0 || !parse(b[:end+4]) {
 		return nil
 	}
@@ -280,9 +272,9 @@ func BenchmarkParseRequest(b *testing.B) {
 		"Accept-Encoding: gzip, deflate, br\nAccept-Language: en-US,en;q=0.9\nX-Api-Key: 3f2a9c\n" +
 		"Cookie: session=abc123; theme=dark\nConnection: keep-alive\n\n")
 	b.Run("loops", func(b *testing.B) {
-		var h reqHead
+		var h Request
 		for b.Loop() {
-			if !parseRequest(head, &h) {
+			if !ParseRequest(head, &h) {
 				b.Fatal("refused")
 			}
 		}
@@ -299,4 +291,166 @@ func BenchmarkParseRequest(b *testing.B) {
 			}
 		}
 	})
+}
+
+// testEdit removes X-Drop and sets X-Set, as a route's rules do.
+type testEdit struct{}
+
+func (testEdit) Drops(k []byte) bool { return EqualName(k, "X-Drop") || EqualName(k, "X-Set") }
+func (testEdit) AppendLines(dst []byte, rateLimited bool) []byte {
+	dst = append(dst, "X-Set: 1\r\n"...)
+	if !rateLimited {
+		dst = append(dst, "RateLimit: edit\r\n"...)
+	}
+	return dst
+}
+
+// testRewrite strips /v1 and keeps the client's Host.
+type testRewrite struct{}
+
+func (testRewrite) AppendPath(dst, path []byte) []byte {
+	return append(dst, bytes.TrimPrefix(path, []byte("/v1"))...)
+}
+func (testRewrite) KeepHost() bool { return true }
+
+func TestAppendWithRouteRules(t *testing.T) {
+	var h Request
+	if !ParseRequest(crlf("GET /v1/x?q=1 HTTP/1.1\nHost: api.example\nX-Drop: a\nX-Set: client\nX-Request-Id: c\nAccept: */*\n\n"), &h) {
+		t.Fatal("refused")
+	}
+	got := string(AppendRequest(nil, &h, &Forward{Addr: "u:1", XFF: []byte("1.2.3.4"), ID: []byte("id"), Rewrite: testRewrite{}, Edit: testEdit{}}, nil))
+	want := string(crlf("GET /x?q=1 HTTP/1.1\nHost: api.example\nAccept: */*\nX-Forwarded-For: 1.2.3.4\n" +
+		"X-Forwarded-Host: api.example\nX-Forwarded-Proto: http\nX-Request-Id: id\nX-Set: 1\nRateLimit: edit\n\n"))
+	if got != want {
+		t.Errorf("upstream request:\n%q\nwant\n%q", got, want)
+	}
+
+	var r Response
+	if !ParseResponse(crlf("HTTP/1.1 200 OK\nX-Drop: a\nContent-Length: 0\n\n"), &r) {
+		t.Fatal("refused")
+	}
+	d := &Deliver{Date: []byte("Date: x\r\n"), Policy: []byte("p"), RateLimit: []byte("r"), Edit: testEdit{}}
+	got = string(AppendResponse(nil, &r, d, nil))
+	want = string(crlf("HTTP/1.1 200 OK\nContent-Length: 0\nX-Set: 1\nDate: x\nRateLimit-Policy: p\nRateLimit: r\n\n"))
+	if got != want {
+		t.Errorf("client response:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestAppendAllocatesNothing checks that forwarding a head into a buffer
+// with room allocates nothing: the loops do it for every request.
+func TestAppendAllocatesNothing(t *testing.T) {
+	var h Request
+	if !ParseRequest(crlf("POST /v1/x HTTP/1.1\nHost: a\nContent-Length: 2\nConnection: keep-alive\nAccept: */*\n\n"), &h) {
+		t.Fatal("refused")
+	}
+	var r Response
+	if !ParseResponse(crlf("HTTP/1.1 200 OK\nContent-Length: 2\nDate: y\n\n"), &r) {
+		t.Fatal("refused")
+	}
+	buf := make([]byte, 0, 4096)
+	f := &Forward{Addr: "u:1", XFF: []byte("1.2.3.4"), ID: []byte("id"), Traceparent: []byte("00-x-01"),
+		Tracestate: strings.Repeat("v=1,", 20), Edit: testEdit{}, Rewrite: testRewrite{}}
+	d := &Deliver{Date: []byte("Date: x\r\n"), RateLimit: []byte("r"), Edit: testEdit{}}
+	if n := testing.AllocsPerRun(100, func() {
+		buf = AppendRequest(buf[:0], &h, f, []byte("hi"))
+		buf = AppendResponse(buf[:0], &r, d, []byte("ok"))
+		if !ParseRequest(crlf2Head, &h) {
+			t.Fatal("refused")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations, want none", n)
+	}
+}
+
+var crlf2Head = crlf("POST /v1/x HTTP/1.1\nHost: a\nContent-Length: 2\nConnection: keep-alive\nAccept: */*\n\n")
+
+// FuzzForwardRoundTrip checks that a request the loops take as plain
+// reaches the target as a plain request that means the same: parsed,
+// appended for the target and parsed again, it keeps its method, target,
+// length, body and end-to-end header lines, names the target as its Host,
+// carries the gateway's X-Forwarded-* and X-Request-Id and no hop-by-hop
+// header, and appending it again gives the same bytes (a chain of
+// gateways that trust each other adds nothing on the way). Its response
+// likewise keeps its status, length and end-to-end lines.
+func FuzzForwardRoundTrip(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\nHost: a\n\n",
+		"POST /v1/infer?x=%41 HTTP/1.1\nHost: a:80\nContent-Length: 2\nConnection: close, X-Hop\nX-Hop: 1\nAccept: */*\n\nhi",
+		"GET /a HTTP/1.1\nHost: a\nX-Forwarded-For: 1.2.3.4\nX-Forwarded-Host: b\nX-Forwarded-Proto: https\nForwarded: for=x\n\n",
+		"PUT /x HTTP/1.1\nHost: a\nConnection: Content-Length, Host\nContent-Length: 1\nX-Request-Id: c\n\nz",
+		"HTTP/1.1 200 OK\nContent-Length: 3\nConnection: keep-alive, X-Hop\nX-Hop: 1\nDate: d\nServer: s\n\nabc",
+	} {
+		f.Add(crlf(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		end := bytes.Index(b, []byte("\r\n\r\n"))
+		if end < 0 {
+			return
+		}
+		head, body := b[:end+4], b[end+4:]
+		var h Request
+		if ParseRequest(head, &h) {
+			body = body[:min(len(body), h.cl)]
+			fw := &Forward{Addr: "u:1", XFF: []byte("10.0.0.1"), Trusted: true, ID: []byte("id")}
+			out := AppendRequest(nil, &h, fw, body)
+			var g Request
+			oend := bytes.Index(out, []byte("\r\n\r\n")) + 4
+			if !ParseRequest(out[:oend], &g) {
+				t.Fatalf("%q forwarded as %q, which is not plain", b, out)
+			}
+			if string(g.method) != string(h.method) || string(g.uri) != string(h.uri) || g.cl != h.cl ||
+				string(out[oend:]) != string(body) || string(g.host) != "u:1" || string(g.xff) != "10.0.0.1" ||
+				string(g.requestID) != "id" || len(g.connection) != 0 {
+				t.Fatalf("%q forwarded as %q", b, out)
+			}
+			for k, v := range allLines(h.lines) {
+				hop := IsHop(k, h.connection) || EqualName(k, "Host") || ForwardedHeader(k) || EqualName(k, "X-Request-Id")
+				if !hop && !hasLine(g.lines, k, v) {
+					t.Fatalf("%q forwarded as %q: lost %s: %s", b, out, k, v)
+				}
+			}
+			if again := AppendRequest(nil, &g, fw, body); string(again) != string(out) {
+				t.Fatalf("%q forwarded as %q, then as %q", b, out, again)
+			}
+		}
+		var r Response
+		if ParseResponse(head, &r) {
+			d := &Deliver{Date: []byte("Date: now\r\n")}
+			out := AppendResponse(nil, &r, d, body)
+			var g Response
+			oend := bytes.Index(out, []byte("\r\n\r\n")) + 4
+			if !ParseResponse(out[:oend], &g) || g.code != r.code || g.cl != r.cl || len(g.connection) != 0 || string(out[oend:]) != string(body) {
+				t.Fatalf("%q answered as %q", b, out)
+			}
+			if again := AppendResponse(nil, &g, d, body); string(again) != string(out) {
+				t.Fatalf("%q answered as %q, then as %q", b, out, again)
+			}
+		}
+	})
+}
+
+// allLines yields the name and value of each header line of a parsed
+// head.
+func allLines(b []byte) func(yield func(k, v []byte) bool) {
+	return func(yield func(k, v []byte) bool) {
+		for len(b) > 0 {
+			k, v, rest, _ := HeaderLine(b)
+			if !yield(k, v) {
+				return
+			}
+			b = rest
+		}
+	}
+}
+
+// hasLine reports whether the header lines b have one named k (in any
+// case) with value v.
+func hasLine(b, k, v []byte) bool {
+	for k2, v2 := range allLines(b) {
+		if EqualName(k2, string(k)) && bytes.Equal(v2, v) {
+			return true
+		}
+	}
+	return false
 }
