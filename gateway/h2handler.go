@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,8 +28,9 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = new(fasthttp.RequestCtx)
 	}
 	defer e.ctxs.Put(ctx)
-	rc := http.NewResponseController(w)
-	conn := &h2Conn{remote: tcpAddr(r.RemoteAddr), tls: r.TLS, rc: rc, gone: r.Context().Done(), stop: make(chan struct{})}
+	conn := &h2Conn{tls: r.TLS, rc: *http.NewResponseController(w), gone: r.Context().Done(), stop: make(chan struct{})}
+	conn.setRemote(r.RemoteAddr)
+	rc := &conn.rc
 	ctx.Init2(conn, fasthttpLogger{e.g.log}, true)
 	ctx.Request.Reset()
 	ctx.Response.Reset()
@@ -37,9 +39,12 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !httpguts.ValidHostHeader(r.Host) {
+	if !httpguts.ValidHostHeader(r.Host) || !oneLength(r.Header["Content-Length"]) {
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
-		// request gets it as Host, would lose the path to it.
+		// request gets it as Host, would lose the path to it. It takes the
+		// first of several content-length fields, too, where another
+		// reader would take the last: a request whose fields disagree is
+		// malformed (RFC 9113 section 8.1.1).
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
 		var o observation
 		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
@@ -54,12 +59,31 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.writeBack(w, r, rc, &ctx.Response)
 }
 
+// oneLength reports whether a request's content-length fields vs, if any,
+// all say the same length.
+func oneLength(vs []string) bool {
+	for _, v := range vs[min(1, len(vs)):] {
+		if v != vs[0] {
+			return false
+		}
+	}
+	return true
+}
+
 // toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's
-// method, target, host (r.Host) and headers, and r's body as its stream.
+// method, target, host (r.Host) and headers, and r's body as its stream,
+// which ends with the trailers r announced (see trailedBody). A target
+// that starts with several slashes starts with one, as the HTTP/1.1
+// engines' paths do (an HTTP/2 request names its host in :authority,
+// never in its target).
 func toFast(req *fasthttp.Request, r *http.Request) {
 	h := &req.Header
 	h.SetMethod(r.Method)
-	h.SetRequestURI(r.RequestURI)
+	uri := r.RequestURI
+	for len(uri) > 1 && uri[0] == '/' && uri[1] == '/' {
+		uri = uri[1:]
+	}
+	h.SetRequestURI(uri)
 	h.SetProtocolBytes(http11)
 	h.SetHost(r.Host)
 	for k, vs := range r.Header {
@@ -73,10 +97,67 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 			h.Add(k, v)
 		}
 	}
-	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		// Not a Closer: fasthttp closes the stream it replaces (prepare
-		// does), and net/http closes r.Body itself once ServeHTTP returns.
-		req.SetBodyStream(struct{ io.Reader }{r.Body}, int(r.ContentLength)) // -1: of unknown length
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	// Not a Closer: fasthttp closes the stream it replaces (prepare
+	// does), and net/http closes r.Body itself once ServeHTTP returns.
+	var body io.Reader = struct{ io.Reader }{r.Body}
+	size := int(r.ContentLength) // -1: of unknown length
+	if names := announceTrailers(h, r.Trailer); len(names) > 0 {
+		body, size = &trailedBody{r: r, h: h, names: names}, -1 // chunked, for its trailer section
+	}
+	req.SetBodyStream(body, size)
+}
+
+// announceTrailers announces on h the trailers of trailer (a request's
+// Trailer, its values not yet read) that an HTTP/1.1 trailer section may
+// carry, and returns their names: end-to-end ones that fasthttp does not
+// refuse (as it refuses Host, Content-Length, Authorization and the like).
+// net/http's HTTP/2 server keeps only the trailers a request announced in
+// its Trailer header; its HTTP/1.1 server keeps any.
+func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
+	var names []string
+	for k := range trailer {
+		if !http1.IsHop([]byte(k), nil) && h.AddTrailer(k) == nil {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+// trailedBody is the body of a request with trailers: once r's body ends,
+// the values of r's trailers named (the ones announced) are set on h, whose
+// trailer section fasthttp then writes.
+type trailedBody struct {
+	r     *http.Request
+	h     *fasthttp.RequestHeader
+	names []string
+}
+
+func (b *trailedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Body.Read(p)
+	if errors.Is(err, io.EOF) {
+		for _, k := range b.names {
+			for _, v := range b.r.Trailer[k] {
+				b.h.Add(k, v)
+			}
+		}
+	}
+	return n, err
+}
+
+// reannounceTrailers announces again, for target t, the trailers of req's
+// body when it is a trailedBody, on req's header, from which
+// removeHopRequest removed the Trailer header (the client's announcement,
+// which the gateway's own replaces). Only an HTTP/1.1 target is sent
+// them: the request of an h2 or h2c target (h2Request) carries no
+// trailers.
+func reannounceTrailers(req *fasthttp.Request, t *target) {
+	if b, ok := req.BodyStream().(*trailedBody); ok && t.H2 == nil {
+		for _, k := range b.names {
+			_ = b.h.AddTrailer(k) // accepted before
+		}
 	}
 }
 
@@ -85,17 +166,7 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 // write bounded by server.write_timeout.
 func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, resp *fasthttp.Response) {
 	wh := w.Header()
-	var conn []byte
-	resp.Header.VisitAll(func(k, v []byte) {
-		if http1.EqualName(k, "Connection") {
-			conn = append(conn, v...)
-		}
-	})
-	resp.Header.VisitAll(func(k, v []byte) {
-		if !http1.IsHop(k, conn) && !http1.EqualName(k, "Content-Length") && !http1.EqualName(k, "Date") {
-			wh[http.CanonicalHeaderKey(string(k))] = append(wh[http.CanonicalHeaderKey(string(k))], string(v))
-		}
-	})
+	copyHeader(wh, &resp.Header)
 	if r.ProtoMajor == 1 && resp.ConnectionClose() {
 		wh.Set("Connection", "close")
 	}
@@ -145,6 +216,50 @@ func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.Re
 	}
 }
 
+// copyHeader adds h's end-to-end headers but Content-Length and Date (which
+// net/http's server sets) to wh. Their names and values are cut from one
+// string, and the values' slices from one array: a response's headers cost
+// two allocations (and the map's), not three each.
+func copyHeader(wh http.Header, h *fasthttp.ResponseHeader) {
+	conn := http1.OneList(h.PeekAll("Connection"))
+	keep := func(k []byte) bool {
+		return !http1.IsHop(k, conn) && !http1.EqualName(k, "Content-Length") && !http1.EqualName(k, "Date")
+	}
+	n, size := 0, 0
+	for k, v := range h.All() {
+		if keep(k) {
+			n, size = n+1, size+len(k)+len(v)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for k, v := range h.All() {
+		if keep(k) {
+			b.Write(k)
+			b.Write(v)
+		}
+	}
+	text := b.String()
+	values := make([]string, n)
+	i, at := 0, 0
+	for k, v := range h.All() {
+		if !keep(k) {
+			continue
+		}
+		name := http.CanonicalHeaderKey(text[at : at+len(k)]) // no copy when canonical, as fasthttp makes them
+		values[i] = text[at+len(k) : at+len(k)+len(v)]
+		if vs, ok := wh[name]; ok {
+			wh[name] = append(vs, values[i])
+		} else {
+			wh[name] = values[i : i+1 : i+1]
+		}
+		i, at = i+1, at+len(k)+len(v)
+	}
+}
+
 // copyBufs holds the buffers response bodies stream through.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
@@ -154,9 +269,10 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // client left (a streamConn, for clientWatch). It is never read or
 // written: the engine does that.
 type h2Conn struct {
-	remote net.Addr
+	remote net.TCPAddr
+	ip     [16]byte // remote.IP's array
 	tls    *tls.ConnectionState
-	rc     *http.ResponseController
+	rc     http.ResponseController
 	gone   <-chan struct{} // the request's context's Done
 	stop   chan struct{}   // closed by SetReadDeadline with a time that has passed
 	once   sync.Once
@@ -169,7 +285,7 @@ func (c *h2Conn) Read([]byte) (int, error)    { return 0, net.ErrClosed }
 func (c *h2Conn) Write([]byte) (int, error)   { return 0, net.ErrClosed }
 func (c *h2Conn) Close() error                { return nil }
 func (c *h2Conn) LocalAddr() net.Addr         { return h2cAddr{} }
-func (c *h2Conn) RemoteAddr() net.Addr        { return c.remote }
+func (c *h2Conn) RemoteAddr() net.Addr        { return &c.remote }
 func (c *h2Conn) SetDeadline(time.Time) error { return nil }
 func (c *h2Conn) SetReadDeadline(t time.Time) error {
 	if !t.IsZero() && t.Before(time.Now()) {
@@ -186,11 +302,19 @@ func overTLS(c net.Conn) bool {
 	return ok && hc.tls != nil
 }
 
-// tcpAddr parses a net/http request's RemoteAddr ("ip:port").
-func tcpAddr(s string) net.Addr {
+// setRemote sets c's peer address from a net/http request's RemoteAddr
+// ("ip:port"); it stays the zero address when s is not one.
+func (c *h2Conn) setRemote(s string) {
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
-		return &net.TCPAddr{}
+		return
 	}
-	return net.TCPAddrFromAddrPort(ap)
+	a, ip := ap.Addr(), c.ip[:]
+	if a.Is4() {
+		v4 := a.As4()
+		ip = ip[:copy(ip, v4[:])]
+	} else {
+		c.ip = a.As16()
+	}
+	c.remote = net.TCPAddr{IP: ip, Port: int(ap.Port()), Zone: a.Zone()}
 }

@@ -1,14 +1,18 @@
 package gateway_test
 
 import (
+	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testpki"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -315,6 +319,189 @@ func TestNoInventedContentType(t *testing.T) {
 			if ct := r.Header.Values("Content-Type"); len(ct) > 0 || r.Body != "hello" {
 				t.Errorf("%s reached the upstream with Content-Type %q and body %q, want none and hello", r.Target, ct, r.Body)
 			}
+		}
+	})
+}
+
+// TestHTTP2DoubleSlashPathRouted sends GET //x over HTTP/1.1 (with a Host)
+// and over HTTP/2 (:authority names the host): both are routed and reach
+// the upstream with the path /x, which the engines make of //x. (The HTTP/2 request was refused with a
+// 400: the check for an HTTP/1.1 request without Host that names its host
+// in a target of //host looked for a Host line among raw headers that an
+// HTTP/2 request has none of.)
+func TestHTTP2DoubleSlashPathRouted(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		if r := exchangeRaw(t, tg.Addr, "GET //h1 HTTP/1.1\r\nHost: a.test\r\n\r\n", 1); r[0].Code != http.StatusOK {
+			t.Errorf("HTTP/1.1 GET //h1: %d, want 200", r[0].Code)
+		}
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "//h2")
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Errorf("HTTP/2 GET //h2: %s, want 200", st)
+		}
+		var targets []string
+		for _, r := range u.requests() {
+			targets = append(targets, r.Target)
+		}
+		if want := []string{"/h1", "/h2"}; fmt.Sprint(targets) != fmt.Sprint(want) {
+			t.Errorf("the upstream saw targets %q, want %q", targets, want)
+		}
+	})
+}
+
+// TestHTTP2ConflictingContentLengthRefused sends HTTP/2 requests with two
+// content-length fields that disagree, with a body of the first's length
+// and of the second's: each is malformed (RFC 9113 section 8.1.1) and
+// refused, with a 400 or a stream reset, and the upstream sees none. Two
+// that agree are one length, and pass. (net/http's server took the first
+// and the gateway sent both upstream, where a reader taking the last would
+// frame the body otherwise.)
+func TestHTTP2ConflictingContentLengthRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		h := dialH2(t, tg.Addr)
+		for i, body := range []string{"hello", "hello world"} {
+			id := uint32(1 + 2*i)
+			h.headers(t, id, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/cl",
+				"content-length", "5", "content-length", "11")
+			if err := h.fr.WriteData(id, true, []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+			if st, _ := h.read(t, id); st != "400" && !strings.HasPrefix(st, "RST") {
+				t.Errorf("content-length 5 and 11, a body of %d bytes: %s, want 400 or a reset", len(body), st)
+			}
+		}
+		for _, r := range u.requests() {
+			t.Errorf("the upstream saw %s %s with Content-Length %q and body %q", r.Method, r.Target, r.Header.Values("Content-Length"), r.Body)
+		}
+		h.headers(t, 5, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/same",
+			"content-length", "5", "content-length", "5")
+		if err := h.fr.WriteData(5, true, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 5); st != "200" {
+			t.Errorf("content-length 5 twice: %s, want 200", st)
+		}
+		if seen := u.requests(); len(seen) != 1 || seen[0].Body != "hello" || fmt.Sprint(seen[0].Header.Values("Content-Length")) != "[5]" {
+			t.Errorf("the upstream saw %+v, want one request with one Content-Length 5 and body hello", seen)
+		}
+	})
+}
+
+// TestHTTP2RequestTrailersForwarded sends an HTTP/2 request whose body
+// ends with the trailers its Trailer header announced: an HTTP/1.1
+// upstream receives them as the trailer section of a chunked body. (They
+// were dropped. Trailers a request does not announce net/http's server
+// drops itself.)
+func TestHTTP2RequestTrailersForwarded(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		type seen struct {
+			body    string
+			trailer http.Header
+		}
+		got := make(chan seen, 1)
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			serveRequests(c, br, func(r *http.Request) bool {
+				b, _ := io.ReadAll(r.Body)
+				got <- seen{string(b), r.Trailer}
+				_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				return err == nil
+			})
+		})
+		tg := gatewayTo(t, engine, up.addr)
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/t",
+			"trailer", "x-checksum, x-count", "content-length", "5")
+		if err := h.fr.WriteData(1, false, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		h.headers(t, 1, true, "x-checksum", "abc", "x-count", "1")
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("a POST with trailers: %s", st)
+		}
+		select {
+		case s := <-got:
+			if s.body != "hello" || s.trailer.Get("X-Checksum") != "abc" || s.trailer.Get("X-Count") != "1" {
+				t.Errorf("the upstream got body %q and trailers %v, want hello and X-Checksum: abc, X-Count: 1", s.body, s.trailer)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("the upstream saw no request")
+		}
+	})
+}
+
+// TestTLSUnannouncedTrailersNotForwarded sends two HTTP/1.1 requests over
+// TLS on one connection, the first with a chunked body whose trailer
+// section holds its announced X-Checksum and, unannounced, Connection:
+// close: the upstream gets X-Checksum alone in the trailer section, and
+// both requests on one connection. (net/http's HTTP/1.1 server keeps
+// unannounced trailers; each was set on the upstream request once its body
+// ended, so Connection: close made the gateway close the upstream
+// connection after the answer.)
+func TestTLSUnannouncedTrailersNotForwarded(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		type seen struct {
+			conn    string
+			trailer http.Header
+		}
+		got := make(chan seen, 2)
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			serveRequests(c, br, func(r *http.Request) bool {
+				_, _ = io.ReadAll(r.Body)
+				got <- seen{c.RemoteAddr().String(), r.Trailer}
+				_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				return err == nil
+			})
+		})
+		ca := testpki.NewCA(t)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, certList(ca.Server("localhost", "127.0.0.1")), up.addr))
+		tc, err := tls.Dial("tcp", serveTLS(t, tg), &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		_ = tc.SetDeadline(time.Now().Add(waitLimit))
+		br := bufio.NewReader(tc)
+		for _, req := range []string{
+			"POST /t HTTP/1.1\r\nHost: a.test\r\nTrailer: X-Checksum\r\nTransfer-Encoding: chunked\r\n\r\n" +
+				"5\r\nhello\r\n0\r\nX-Checksum: abc\r\nConnection: close\r\n\r\n",
+			"GET /next HTTP/1.1\r\nHost: a.test\r\n\r\n",
+		} {
+			if _, err := io.WriteString(tc, req); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%q: %d", req, resp.StatusCode)
+			}
+		}
+		var s [2]seen
+		for i := range s {
+			select {
+			case s[i] = <-got:
+			case <-time.After(waitLimit):
+				t.Fatalf("the upstream saw %d requests, want 2", i)
+			}
+		}
+		if s[0].trailer.Get("X-Checksum") != "abc" || len(s[0].trailer) != 1 {
+			t.Errorf("the upstream got trailers %v, want X-Checksum: abc alone", s[0].trailer)
+		}
+		if s[0].conn != s[1].conn {
+			t.Errorf("the upstream saw the requests on connections %s and %s, want one", s[0].conn, s[1].conn)
 		}
 	})
 }

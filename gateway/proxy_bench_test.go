@@ -35,6 +35,26 @@ func benchUpstream(b *testing.B) net.Addr {
 // benchHandle runs BenchmarkHandle against the upstream at addr, with more
 // YAML at the top of the configuration (top).
 func benchHandle(b *testing.B, addr net.Addr, top string) {
+	g := benchGateway(b, addr, top)
+	var req fasthttp.Request
+	req.SetRequestURI("/")
+	req.Header.SetHost("example.com")
+	peer := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+	var ctx fasthttp.RequestCtx
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx.Init(&req, peer, nil)
+		g.handle(&ctx)
+		if ctx.Response.StatusCode() != 200 {
+			b.Fatalf("status %d", ctx.Response.StatusCode())
+		}
+	}
+}
+
+// benchGateway makes the gateway of BenchmarkHandle, to the upstream at
+// addr with more YAML at the top of its configuration (top), closed at the
+// benchmark's end.
+func benchGateway(b *testing.B, addr net.Addr, top string) *Gateway {
 	cfg, err := config.Parse("bench.yaml", fmt.Appendf(nil, `
 %s
 upstreams:
@@ -58,18 +78,6 @@ routes:
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer g.state.Load().close(nil)
-	var req fasthttp.Request
-	req.SetRequestURI("/")
-	req.Header.SetHost("example.com")
-	peer := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
-	var ctx fasthttp.RequestCtx
-	b.ReportAllocs()
-	for b.Loop() {
-		ctx.Init(&req, peer, nil)
-		g.handle(&ctx)
-		if ctx.Response.StatusCode() != 200 {
-			b.Fatalf("status %d", ctx.Response.StatusCode())
-		}
-	}
+	b.Cleanup(func() { g.state.Load().close(nil) })
+	return g
 }

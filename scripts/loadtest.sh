@@ -21,6 +21,7 @@
 #   PROXIES="nginx sluice" DASHBOARD=1 scripts/loadtest.sh   # only these (and the dashboard run)
 #   TRACING=1 scripts/loadtest.sh         # also sluice tracing at sample 0.01 and at 1.0, interleaved
 #   TLS=0 scripts/loadtest.sh      # without the TLS rounds
+#   H2CEILING=1 scripts/loadtest.sh       # also HTTP/2 rounds beside net/http's own ceilings
 #
 # Then, unless TLS=0, nginx and sluice (the default engine's gateway) each
 # terminate TLS with the same certificate (a self-signed ECDSA P-256 one,
@@ -246,6 +247,29 @@ if [ "$TLS" != 0 ]; then
 	done
 fi
 
+# HTTP/2 ceilings (H2CEILING=1): net/http's HTTP/2 server over TLS, which
+# serves sluice's HTTP/2, answering by itself (h2hello) and with the least
+# proxying to the same upstream (h2proxy, bench/cmd/h2ceiling), measured in
+# rounds of their own, interleaved with nginx and sluice over HTTP/2.
+if [ -n "${H2CEILING:-}" ] && [ "$TLS" != 0 ]; then
+	H2H=$(free_port); H2P=$(free_port)
+	(cd bench && go build -o "$work/h2ceiling" ./cmd/h2ceiling)
+	"$work/h2ceiling" "127.0.0.1:$H2H" "$work/cert.pem" "$work/key.pem" 2>"$work/h2hello.log" & pids+=($!)
+	"$work/h2ceiling" "127.0.0.1:$H2P" "$work/cert.pem" "$work/key.pem" "127.0.0.1:$UP" 2>"$work/h2proxy.log" & pids+=($!)
+	ceiling_port() { case $1 in nginx) echo "$NGXS" ;; sluice) echo "$SLS" ;; h2hello) echo "$H2H" ;; h2proxy) echo "$H2P" ;; esac; }
+	for port in $H2H $H2P; do
+		for _ in $(seq 50); do curl -fsk -o /dev/null "https://127.0.0.1:$port/" && break; sleep 0.1; done
+	done
+	for round in $(seq "$ROUNDS"); do
+		for name in nginx sluice h2hello h2proxy; do
+			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "https://127.0.0.1:$(ceiling_port "$name")/")
+			r=$(echo "$out" | awk '/^finished in/ {print $4}')
+			p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
+			echo "h2ceiling $name $r $p" | tee -a "$results" >&2
+		done
+	done
+fi
+
 python3 - "$results" "$RATE" <<'PY'
 import collections, statistics, sys
 def ms(v):
@@ -260,6 +284,7 @@ for line in open(sys.argv[1]):
 label = {"nginx": "nginx", "sluice": "sluice", "sluice-dashboard": "sluice, dashboard open",
          "sluice-trace-0.01": "sluice, tracing 0.01", "sluice-trace-1": "sluice, tracing 1.0", "sluice-baseline": "sluice at BASELINE", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
          "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
+label.update({"h2hello": "net/http HTTP/2, no proxy", "h2proxy": "net/http HTTP/2, least proxy"})
 def ratio(xs, base):
     # The median over rounds of each round's ratio to nginx's in the same
     # round, and their range: a round's proxies run one after the other,
@@ -269,7 +294,8 @@ def ratio(xs, base):
         return "-"
     return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})"
 for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)"),
-                     ("https", "HTTPS, HTTP/1.1 keep-alive, saturation (wrk)"), ("h2", "HTTP/2 over TLS, saturation (h2load; latency: mean)")):
+                     ("https", "HTTPS, HTTP/1.1 keep-alive, saturation (wrk)"), ("h2", "HTTP/2 over TLS, saturation (h2load; latency: mean)"),
+                     ("h2ceiling", "HTTP/2 over TLS beside net/http's ceilings (h2load; latency: mean)")):
     if not any(p == phase for p, _ in runs):
         continue
     print(f"\n{title}: medians; ratios to nginx: median (range) of the rounds' ratios")
