@@ -108,8 +108,10 @@ type Gateway struct {
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
 	closing atomic.Bool
-	// breakerLog holds the breakers' last state changes for the dashboard.
-	breakerLog transitions
+	// breakerLog and targetLog hold the last state changes of the routes'
+	// breakers and of the targets' passive-health ones, for the dashboard.
+	breakerLog transitions[string]
+	targetLog  transitions[targetKey]
 }
 
 // ReloadStatus describes the last attempt to apply a configuration.
