@@ -463,7 +463,7 @@ type RateLimit struct {
 	// reads the header under NAME in any case and with each '-' or '_'
 	// either one, and refuses (400) a request that sends it more than once
 	// or with a comma in its value.
-	Key string `yaml:"key"`
+	Key Source `yaml:"key"`
 	// IPv6Prefix is how many leading bits of an IPv6 client's address key
 	// it with key: ip. Default 64, the block one site or device is given,
 	// so that a client cannot take a fresh limit from each of its
