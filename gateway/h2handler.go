@@ -17,8 +17,9 @@ import (
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
-// same handler as the goroutine engine's (a host that is not one, which
-// the HTTP/1.1 engines refuse, is refused with a 400): the request becomes a
+// same handler as the goroutine engine's (a host that is not one, or a
+// :path with a space, which the HTTP/1.1 engines refuse, is refused with
+// a 400): the request becomes a
 // fasthttp request on a connection of its own kind (h2Conn), the route's
 // lifecycle runs, and its response is written back through w, streamed
 // as it arrives.
@@ -39,12 +40,14 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !httpguts.ValidHostHeader(r.Host) || !oneLength(r.Header["Content-Length"]) {
+	if !httpguts.ValidHostHeader(r.Host) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) {
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
-		// request gets it as Host, would lose the path to it. It takes the
-		// first of several content-length fields, too, where another
-		// reader would take the last: a request whose fields disagree is
-		// malformed (RFC 9113 section 8.1.1).
+		// request gets it as Host, would lose the path to it. It takes a
+		// :path with spaces, which fasthttp escapes in the path but not in
+		// the query: the upstream's request line would break at them. It
+		// takes the first of several content-length fields, too, where
+		// another reader would take the last: a request whose fields
+		// disagree is malformed (RFC 9113 section 8.1.1).
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
 		var o observation
 		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
@@ -57,6 +60,19 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.g.handle(ctx)
 	e.writeBack(w, r, rc, &ctx.Response)
+}
+
+// lineTarget reports whether target, a request's :path (or HTTP/1.1
+// target), could be an HTTP/1.1 request line's target as is: it holds no
+// space or control byte (nginx refuses such a :path; raw bytes past ASCII,
+// which HTTP/1.1 request lines carry, pass).
+func lineTarget(target string) bool {
+	for i := range len(target) {
+		if target[i] <= ' ' || target[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // oneLength reports whether a request's content-length fields vs, if any,
