@@ -47,7 +47,8 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the query: the upstream's request line would break at them. It
 		// takes the first of several content-length fields, too, where
 		// another reader would take the last: a request whose fields
-		// disagree is malformed (RFC 9113 section 8.1.1).
+		// disagree, or are no length, is malformed (RFC 9113 section
+		// 8.1.1).
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
 		var o observation
 		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
@@ -76,10 +77,12 @@ func lineTarget(target string) bool {
 }
 
 // oneLength reports whether a request's content-length fields vs, if any,
-// all say the same length.
+// all say the same length, in digits (RFC 9110 section 8.6). net/http's
+// HTTP/2 server reads another value as a length of 0, and resets the
+// stream only at its body, once the request has gone upstream.
 func oneLength(vs []string) bool {
-	for _, v := range vs[min(1, len(vs)):] {
-		if v != vs[0] {
+	for _, v := range vs {
+		if v != vs[0] || v == "" || strings.TrimLeft(v, "0123456789") != "" {
 			return false
 		}
 	}
