@@ -132,13 +132,15 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 // announceTrailers announces on h the trailers of trailer (a request's
 // Trailer, its values not yet read) that an HTTP/1.1 trailer section may
 // carry, and returns their names: end-to-end ones that fasthttp does not
-// refuse (as it refuses Host, Content-Length, Authorization and the like).
+// refuse (as it refuses Host, Content-Length, Authorization and the like),
+// but Forwarded and X-Forwarded-*, which the gateway never passes on (see
+// http1.ForwardedHeader).
 // net/http's HTTP/2 server keeps only the trailers a request announced in
 // its Trailer header; its HTTP/1.1 server keeps any.
 func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
 	var names []string
 	for k := range trailer {
-		if !http1.IsHop([]byte(k), nil) && h.AddTrailer(k) == nil {
+		if !http1.IsHop([]byte(k), nil) && !http1.ForwardedHeader([]byte(k)) && h.AddTrailer(k) == nil {
 			names = append(names, k)
 		}
 	}

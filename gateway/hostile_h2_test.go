@@ -587,3 +587,42 @@ func TestHTTP2InvalidContentLengthRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTP2ForwardedTrailersNotPassed sends an HTTP/2 request whose
+// announced trailers are X-Forwarded-For, X-Forwarded-Host and Forwarded
+// beside X-Checksum: the upstream's trailer section holds X-Checksum
+// alone, as the gateway never passes a client's Forwarded or
+// X-Forwarded-* header (an upstream that reads trailers as headers would
+// believe them).
+func TestHTTP2ForwardedTrailersNotPassed(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		got := make(chan http.Header, 1)
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			serveRequests(c, br, func(r *http.Request) bool {
+				_, _ = io.ReadAll(r.Body)
+				got <- r.Trailer
+				_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				return err == nil
+			})
+		})
+		tg := gatewayTo(t, engine, up.addr)
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/t",
+			"trailer", "x-forwarded-for, x-forwarded-host, forwarded, x-checksum", "content-length", "5")
+		if err := h.fr.WriteData(1, false, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		h.headers(t, 1, true, "x-forwarded-for", "6.6.6.6", "x-forwarded-host", "admin.test", "forwarded", "for=6.6.6.6", "x-checksum", "abc")
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("a POST with trailers: %s", st)
+		}
+		select {
+		case tr := <-got:
+			if tr.Get("X-Checksum") != "abc" || len(tr) != 1 {
+				t.Errorf("the upstream got trailers %v, want X-Checksum: abc alone", tr)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("the upstream saw no request")
+		}
+	})
+}
