@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -133,14 +134,17 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 // Trailer, its values not yet read) that an HTTP/1.1 trailer section may
 // carry, and returns their names: end-to-end ones that fasthttp does not
 // refuse (as it refuses Host, Content-Length, Authorization and the like),
-// but Forwarded and X-Forwarded-*, which the gateway never passes on (see
-// http1.ForwardedHeader).
-// net/http's HTTP/2 server keeps only the trailers a request announced in
-// its Trailer header; its HTTP/1.1 server keeps any.
+// but the headers the gateway sets itself: Forwarded and X-Forwarded-*
+// (see http1.ForwardedHeader), X-Request-Id and the trace context (a
+// trailer of the same name would move the gateway's own value to the
+// trailer section). net/http's HTTP/2 server keeps only the trailers a
+// request announced in its Trailer header; its HTTP/1.1 server keeps any.
 func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
 	var names []string
 	for k := range trailer {
-		if !http1.IsHop([]byte(k), nil) && !http1.ForwardedHeader([]byte(k)) && h.AddTrailer(k) == nil {
+		kb := []byte(k)
+		if !http1.IsHop(kb, nil) && !http1.ForwardedHeader(kb) && !http1.EqualName(kb, "X-Request-Id") &&
+			!http1.EqualName(kb, "Traceparent") && !http1.EqualName(kb, "Tracestate") && h.AddTrailer(k) == nil {
 			names = append(names, k)
 		}
 	}
@@ -171,11 +175,20 @@ func (b *trailedBody) Read(p []byte) (int, error) {
 // reannounceTrailers announces again, for target t, the trailers of req's
 // body when it is a trailedBody, on req's header, from which
 // removeHopRequest removed the Trailer header (the client's announcement,
-// which the gateway's own replaces). Only an HTTP/1.1 target is sent
-// them: the request of an h2 or h2c target (h2Request) carries no
-// trailers.
-func reannounceTrailers(req *fasthttp.Request, t *target) {
-	if b, ok := req.BodyStream().(*trailedBody); ok && t.H2 == nil {
+// which the gateway's own replaces), but for those the route's rules
+// (nil: none) set or remove: they are dropped, as the rules drop such
+// headers (announced, the rules' value would go in the trailer section,
+// beside the client's). Only an HTTP/1.1 target is sent them: the request
+// of an h2 or h2c target (h2Request) carries no trailers.
+func reannounceTrailers(req *fasthttp.Request, t *target, rules *routeRules) {
+	b, ok := req.BodyStream().(*trailedBody)
+	if !ok {
+		return
+	}
+	if rules != nil {
+		b.names = slices.DeleteFunc(b.names, func(k string) bool { return rules.request.drops([]byte(k)) })
+	}
+	if t.H2 == nil {
 		for _, k := range b.names {
 			_ = b.h.AddTrailer(k) // accepted before
 		}

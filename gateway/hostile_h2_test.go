@@ -626,3 +626,57 @@ func TestHTTP2ForwardedTrailersNotPassed(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTP2TrailersKeepRouteRules sends an HTTP/2 request, on a route
+// whose rules set X-Env and remove X-Secret, whose announced trailers are
+// X-Env, X-Secret and X-Request-Id beside X-Checksum: the upstream's
+// trailer section holds X-Checksum alone, as its header section holds the
+// route's X-Env and the gateway's X-Request-Id, and no X-Secret. (The
+// trailers passed: a header the route removes, or sets, or the gateway's
+// request id, reached the upstream from the client in the trailer
+// section.)
+func TestHTTP2TrailersKeepRouteRules(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		type seen struct{ header, trailer http.Header }
+		got := make(chan seen, 1)
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			serveRequests(c, br, func(r *http.Request) bool {
+				_, _ = io.ReadAll(r.Body)
+				got <- seen{r.Header, r.Trailer}
+				_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				return err == nil
+			})
+		})
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - name: all
+    upstream: up
+    headers:
+      request: {set: {X-Env: prod}, remove: [X-Secret]}
+`, engine, up.addr))
+		h := dialH2(t, tg.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/t",
+			"trailer", "x-env, x-secret, x-request-id, x-checksum", "content-length", "5")
+		if err := h.fr.WriteData(1, false, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		h.headers(t, 1, true, "x-env", "dev", "x-secret", "s3cr3t", "x-request-id", "forged", "x-checksum", "abc")
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("a POST with trailers: %s", st)
+		}
+		select {
+		case s := <-got:
+			if s.trailer.Get("X-Checksum") != "abc" || len(s.trailer) != 1 {
+				t.Errorf("the upstream got trailers %v, want X-Checksum: abc alone", s.trailer)
+			}
+			if s.header.Get("X-Env") != "prod" || s.header.Get("X-Secret") != "" || s.header.Get("X-Request-Id") == "forged" {
+				t.Errorf("the upstream got headers %v, want X-Env: prod, the gateway's X-Request-Id and no X-Secret", s.header)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("the upstream saw no request")
+		}
+	})
+}
