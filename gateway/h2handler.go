@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,12 +79,18 @@ func lineTarget(target string) bool {
 }
 
 // oneLength reports whether a request's content-length fields vs, if any,
-// all say the same length, in digits (RFC 9110 section 8.6). net/http's
-// HTTP/2 server reads another value as a length of 0, and resets the
-// stream only at its body, once the request has gone upstream.
+// all say the same length, in digits (RFC 9110 section 8.6) that an int64
+// holds. net/http's HTTP/2 server reads another value as a length of 0,
+// and resets the stream only at its body, once the request has gone
+// upstream.
 func oneLength(vs []string) bool {
 	for _, v := range vs {
 		if v != vs[0] || v == "" || strings.TrimLeft(v, "0123456789") != "" {
+			return false
+		}
+	}
+	if len(vs) > 0 {
+		if _, err := strconv.ParseInt(vs[0], 10, 64); err != nil {
 			return false
 		}
 	}

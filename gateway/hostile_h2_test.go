@@ -571,7 +571,7 @@ func TestHTTP2InvalidContentLengthRefused(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startWireUpstream(t, nil)
 		tg := gatewayTo(t, engine, u.addr)
-		for _, cl := range []string{"abc", "+5", "5, 5", "-5", " 5"} {
+		for _, cl := range []string{"abc", "+5", "5, 5", "-5", " 5", "99999999999999999999"} {
 			h := dialH2(t, tg.Addr)
 			h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/cl",
 				"content-length", cl)
