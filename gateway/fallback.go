@@ -69,7 +69,7 @@ func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fast
 	}
 	fresp := fasthttp.AcquireResponse()
 	span := x.obs.beginAttempt(t, "fallback")
-	ferr := upstream.RoundTrip(t.Client, x.prepare(t, span), fresp, tr)
+	ferr := t.RoundTrip(x.prepare(t, span), fresp, tr)
 	t.InFlight.Add(-1)
 	var code int
 	var retryAfter []byte

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,8 +19,9 @@ import (
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
-// same handler as the goroutine engine's (a host that is not one, which
-// the HTTP/1.1 engines refuse, is refused with a 400): the request becomes a
+// same handler as the goroutine engine's (a host that is not one, or a
+// :path with a space, which the HTTP/1.1 engines refuse, is refused with
+// a 400): the request becomes a
 // fasthttp request on a connection of its own kind (h2Conn), the route's
 // lifecycle runs, and its response is written back through w, streamed
 // as it arrives.
@@ -39,12 +42,15 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !httpguts.ValidHostHeader(r.Host) || !oneLength(r.Header["Content-Length"]) {
+	if !httpguts.ValidHostHeader(r.Host) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) {
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
-		// request gets it as Host, would lose the path to it. It takes the
-		// first of several content-length fields, too, where another
-		// reader would take the last: a request whose fields disagree is
-		// malformed (RFC 9113 section 8.1.1).
+		// request gets it as Host, would lose the path to it. It takes a
+		// :path with spaces, which fasthttp escapes in the path but not in
+		// the query: the upstream's request line would break at them. It
+		// takes the first of several content-length fields, too, where
+		// another reader would take the last: a request whose fields
+		// disagree, or are no length, is malformed (RFC 9113 section
+		// 8.1.1).
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
 		var o observation
 		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
@@ -59,11 +65,32 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.writeBack(w, r, rc, &ctx.Response)
 }
 
+// lineTarget reports whether target, a request's :path (or HTTP/1.1
+// target), could be an HTTP/1.1 request line's target as is: it holds no
+// space or control byte (nginx refuses such a :path; raw bytes past ASCII,
+// which HTTP/1.1 request lines carry, pass).
+func lineTarget(target string) bool {
+	for i := range len(target) {
+		if target[i] <= ' ' || target[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // oneLength reports whether a request's content-length fields vs, if any,
-// all say the same length.
+// all say the same length, in digits (RFC 9110 section 8.6) that an int64
+// holds. net/http's HTTP/2 server reads another value as a length of 0,
+// and resets the stream only at its body, once the request has gone
+// upstream.
 func oneLength(vs []string) bool {
-	for _, v := range vs[min(1, len(vs)):] {
-		if v != vs[0] {
+	for _, v := range vs {
+		if v != vs[0] || v == "" || strings.TrimLeft(v, "0123456789") != "" {
+			return false
+		}
+	}
+	if len(vs) > 0 {
+		if _, err := strconv.ParseInt(vs[0], 10, 64); err != nil {
 			return false
 		}
 	}
@@ -113,13 +140,18 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 // announceTrailers announces on h the trailers of trailer (a request's
 // Trailer, its values not yet read) that an HTTP/1.1 trailer section may
 // carry, and returns their names: end-to-end ones that fasthttp does not
-// refuse (as it refuses Host, Content-Length, Authorization and the like).
-// net/http's HTTP/2 server keeps only the trailers a request announced in
-// its Trailer header; its HTTP/1.1 server keeps any.
+// refuse (as it refuses Host, Content-Length, Authorization and the like),
+// but the headers the gateway sets itself: Forwarded and X-Forwarded-*
+// (see http1.ForwardedHeader), X-Request-Id and the trace context (a
+// trailer of the same name would move the gateway's own value to the
+// trailer section). net/http's HTTP/2 server keeps only the trailers a
+// request announced in its Trailer header; its HTTP/1.1 server keeps any.
 func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
 	var names []string
 	for k := range trailer {
-		if !http1.IsHop([]byte(k), nil) && h.AddTrailer(k) == nil {
+		kb := []byte(k)
+		if !http1.IsHop(kb, nil) && !http1.ForwardedHeader(kb) && !http1.EqualName(kb, "X-Request-Id") &&
+			!http1.EqualName(kb, "Traceparent") && !http1.EqualName(kb, "Tracestate") && h.AddTrailer(k) == nil {
 			names = append(names, k)
 		}
 	}
@@ -150,11 +182,20 @@ func (b *trailedBody) Read(p []byte) (int, error) {
 // reannounceTrailers announces again, for target t, the trailers of req's
 // body when it is a trailedBody, on req's header, from which
 // removeHopRequest removed the Trailer header (the client's announcement,
-// which the gateway's own replaces). Only an HTTP/1.1 target is sent
-// them: the request of an h2 or h2c target (h2Request) carries no
-// trailers.
-func reannounceTrailers(req *fasthttp.Request, t *target) {
-	if b, ok := req.BodyStream().(*trailedBody); ok && t.H2 == nil {
+// which the gateway's own replaces), but for those the route's rules
+// (nil: none) set or remove: they are dropped, as the rules drop such
+// headers (announced, the rules' value would go in the trailer section,
+// beside the client's). Only an HTTP/1.1 target is sent them: the request
+// of an h2 or h2c target (h2Request) carries no trailers.
+func reannounceTrailers(req *fasthttp.Request, t *target, rules *routeRules) {
+	b, ok := req.BodyStream().(*trailedBody)
+	if !ok {
+		return
+	}
+	if rules != nil {
+		b.names = slices.DeleteFunc(b.names, func(k string) bool { return rules.request.drops([]byte(k)) })
+	}
+	if t.H2 == nil {
 		for _, k := range b.names {
 			_ = b.h.AddTrailer(k) // accepted before
 		}

@@ -32,6 +32,14 @@ func dialH2(t *testing.T, addr string) *h2raw {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newH2(t, c)
+}
+
+// newH2 speaks HTTP/2 on c, a connection to the gateway (TCP, or TLS with
+// h2 negotiated): it sends the preface and empty settings; c closes when
+// the test ends.
+func newH2(t *testing.T, c net.Conn) *h2raw {
+	t.Helper()
 	t.Cleanup(func() { c.Close() })
 	_ = c.SetDeadline(time.Now().Add(waitLimit))
 	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {

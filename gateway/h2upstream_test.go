@@ -195,3 +195,37 @@ routes:
 		t.Errorf("after the refused reload: %d %q", r.Code, r.Body)
 	}
 }
+
+// TestHTTP2FallbackAndHedgeUpstreams sends a request on a route whose
+// fallback upstream speaks h2c, its own upstream unreachable, and one on
+// a hedged route to an h2c upstream: both are answered by the h2c
+// upstream over HTTP/2. (The fallback's attempt and the hedged attempts
+// went over HTTP/1.1, which an h2c upstream does not speak: a 502.)
+func TestHTTP2FallbackAndHedgeUpstreams(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startProtoUpstream(t, "h2c", nil, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  down: {targets: ["http://%s"]}
+  h2c: {targets: ["%s"], protocol: h2c}
+routes:
+  - name: fallback
+    match: {path_prefix: /fallback}
+    upstream: down
+    policies:
+      fallback: {upstream: h2c}
+  - name: hedged
+    upstream: h2c
+    policies:
+      hedge: {delay: 1s, budget: 1}
+`, engine, closedAddr(t), up.URL))
+		c := newClient(t)
+		for _, path := range []string{"/fallback", "/hedged"} {
+			res := get(t, c, tg.URL+path)
+			if res.Code != http.StatusOK || !strings.HasPrefix(res.Body, "HTTP/2.0 GET "+path) {
+				t.Errorf("GET %s: %d %q, want 200 from the h2c upstream over HTTP/2", path, res.Code, res.Body)
+			}
+		}
+	})
+}

@@ -112,7 +112,7 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 			cut.Fire(errClientGone)
 		}
 	})
-	rerr := upstream.RoundTrip(a.t.Client, req, resp, attemptTrip(lc, &a, cut))
+	rerr := a.t.RoundTrip(req, resp, attemptTrip(lc, &a, cut))
 	stop()
 	var code int
 	var retryAfter []byte

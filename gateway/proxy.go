@@ -239,7 +239,7 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 			}
 		}
 		removeHopRequest(&req.Header)
-		reannounceTrailers(req, t) // an HTTP/2 request's, see trailedBody
+		reannounceTrailers(req, t, rules) // an HTTP/2 request's, see trailedBody
 		// No Content-Type the client did not send (fasthttp's default
 		// for a body, which the loops do not add).
 		req.Header.SetNoDefaultContentType(true)
