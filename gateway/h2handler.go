@@ -195,10 +195,15 @@ func reannounceTrailers(req *fasthttp.Request, t *target, rules *routeRules) {
 	if rules != nil {
 		b.names = slices.DeleteFunc(b.names, func(k string) bool { return rules.request.drops([]byte(k)) })
 	}
-	if t.H2 == nil {
-		for _, k := range b.names {
-			_ = b.h.AddTrailer(k) // accepted before
-		}
+	if t.H2 != nil {
+		// Nothing is added to the request's header when the body ends: the
+		// HTTP/2 transport's writer reads that body, and may still do so
+		// once the answer is back and the request is gone.
+		b.names = nil
+		return
+	}
+	for _, k := range b.names {
+		_ = b.h.AddTrailer(k) // accepted before
 	}
 }
 

@@ -128,9 +128,6 @@ func New(name string, cfg *config.Upstream, o Options) (*Pool, error) {
 	return p, nil
 }
 
-// Name returns the upstream's name.
-func (p *Pool) Name() string { return p.name }
-
 // Config returns the configuration p was built from; it must not be
 // changed.
 func (p *Pool) Config() *config.Upstream { return p.cfg }
