@@ -68,7 +68,7 @@ routes:
 	code := map[string][2]string{
 		"rate_limit.algorithm":            {string(ratelimit.GCRA), p.RateLimit.Algorithm},
 		"rate_limit.burst":                {libBurst, burst},
-		"rate_limit.key":                  {"ip", p.RateLimit.Key}, // httpguard's default: TestMiddlewareDefaultKeyIsClientIP
+		"rate_limit.key":                  {"ip", p.RateLimit.Key.String()}, // httpguard's default: TestMiddlewareDefaultKeyIsClientIP
 		"store.max_keys":                  {strconv.Itoa(ratelimit.DefaultMaxKeys), strconv.Itoa(cfg.Store.MaxKeys)},
 		"store.redis.timeout":             {redisstore.DefaultTimeout.String(), cfg.Store.Redis.Timeout.D().String()},
 		"circuit_breaker.failure_rate":    {f(breaker.DefaultFailureRate), f(p.CircuitBreaker.FailureRate)},
@@ -90,6 +90,7 @@ routes:
 		"fallback.last_good.max_entries":  {strconv.Itoa(fallback.DefaultMaxKeys), strconv.Itoa(p.Fallback.LastGood.MaxEntries)},
 		"server.websocket_idle_timeout":   gatewayOnly(cfg.Server.WebSocketIdleTimeout.D()),
 		"server.grpc_idle_timeout":        gatewayOnly(cfg.Server.GRPCIdleTimeout.D()),
+		"rate_limit.ipv6_prefix":          {strconv.Itoa(p.RateLimit.IPv6Prefix), strconv.Itoa(p.RateLimit.IPv6Prefix)}, // gateway only
 	}
 
 	doc, err := os.ReadFile("docs/defaults.md")

@@ -144,7 +144,8 @@ type Redis struct {
 // Server holds the gateway listener's limits, which defeat slow-header and
 // slow-body clients.
 type Server struct {
-	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	// ReadHeaderTimeout bounds reading a request's headers, and a TLS
+	// handshake on the tls listener. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// ReadTimeout bounds reading a whole request, body included, but for
 	// a gRPC call's, which its own deadline bounds (a stream may last).
@@ -194,8 +195,9 @@ type Server struct {
 	// (retries), and hand everything else (coalescing, queues, a Redis
 	// store, streamed bodies, ...) to goroutines; or "goroutine": a
 	// goroutine per connection serves everything. "loop" needs Linux;
-	// elsewhere it means "goroutine". A change takes effect at the next
-	// start, not on reload.
+	// elsewhere it means "goroutine". Either way, goroutines serve the tls
+	// listener's HTTP/1.1 (the loops do no TLS). A change takes effect at
+	// the next start, not on reload.
 	Engine string `yaml:"engine"`
 }
 
@@ -461,7 +463,7 @@ type RateLimit struct {
 	// reads the header under NAME in any case and with each '-' or '_'
 	// either one, and refuses (400) a request that sends it more than once
 	// or with a comma in its value.
-	Key string `yaml:"key"`
+	Key Source `yaml:"key"`
 	// IPv6Prefix is how many leading bits of an IPv6 client's address key
 	// it with key: ip. Default 64, the block one site or device is given,
 	// so that a client cannot take a fresh limit from each of its

@@ -56,7 +56,7 @@ routes:
 		{"rl algorithm", p.RateLimit.Algorithm, "gcra"},
 		{"rl period", p.RateLimit.Period.D(), time.Second},
 		{"rl burst", p.RateLimit.Burst, 10},
-		{"rl key", p.RateLimit.Key, "ip"},
+		{"rl key", p.RateLimit.Key, config.Source{Kind: config.SourceIP}},
 		{"cb rate", p.CircuitBreaker.FailureRate, 0.5},
 		{"cb window", p.CircuitBreaker.Window.Kind + "/" + p.CircuitBreaker.Window.Size, "count/100"},
 		{"cb window calls", strconv.Itoa(p.CircuitBreaker.Window.Calls), "100"},
@@ -291,6 +291,32 @@ func TestRetryOnDecodedOnce(t *testing.T) {
 		want := fmt.Sprintf("c.yaml:2:%d: routes[0].policies.retry.on[1]: want connect_error, timeout or a status code, got %q", col, bad)
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("on: [connect_error, %s]: error %v, want %s", bad, err, want)
+		}
+	}
+}
+
+// TestSourcesDecodedOnce checks that rate_limit.key and priority.from are
+// decoded into Sources by the config package (the gateway reads no
+// "header:" prefix), with their defaults and their text.
+func TestSourcesDecodedOnce(t *testing.T) {
+	const head = "upstreams: {a: {targets: [\"http://127.0.0.1:1\"]}}\nroutes: [{name: r, upstream: a, policies: {concurrency: {adaptive: {}}, "
+	header := func(name string) config.Source { return config.Source{Kind: config.SourceHeader, Header: name} }
+	for _, tt := range []struct {
+		yaml      string
+		key, from config.Source
+		text      string // the key's, then the class's
+	}{
+		{"rate_limit: {limit: 1}, priority: {}", config.Source{Kind: config.SourceIP}, config.Source{Kind: config.SourceRoute}, "ip route"},
+		{"rate_limit: {limit: 1, key: route}, priority: {from: route}", config.Source{Kind: config.SourceRoute}, config.Source{Kind: config.SourceRoute}, "route route"},
+		{`rate_limit: {limit: 1, key: "header:X-Api-Key"}, priority: {from: "header:X-Tier"}`, header("X-Api-Key"), header("X-Tier"), "header:X-Api-Key header:X-Tier"},
+	} {
+		cfg, err := config.Parse("c.yaml", []byte(head+tt.yaml+"}}]\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.yaml, err)
+		}
+		p := cfg.Routes[0].Policies
+		if p.RateLimit.Key != tt.key || p.Priority.From != tt.from || p.RateLimit.Key.String()+" "+p.Priority.From.String() != tt.text {
+			t.Errorf("%s: key %+v, from %+v; want %+v, %+v (%s)", tt.yaml, p.RateLimit.Key, p.Priority.From, tt.key, tt.from, tt.text)
 		}
 	}
 }

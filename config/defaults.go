@@ -117,7 +117,6 @@ func (d defaults) policies(path string, p *Policies) {
 		d.str(rp+".algorithm", &rl.Algorithm, "gcra")
 		d.dur(rp+".period", &rl.Period, time.Second)
 		d.int(rp+".burst", &rl.Burst, rl.Limit)
-		d.str(rp+".key", &rl.Key, "ip")
 		d.int(rp+".ipv6_prefix", &rl.IPv6Prefix, 64)
 	}
 	if c := p.Concurrency; c != nil && c.Adaptive != nil {

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -75,7 +74,7 @@ type Priority struct {
 	// absent or its value is not mapped; the least important class of its
 	// values when it is sent more than once, best_effort past eight
 	// values). NAME is an RFC 9110 token.
-	From string `yaml:"from"`
+	From Source `yaml:"from"`
 	// Default is the class of a request From gives none: "critical",
 	// "normal" (default) or "best_effort".
 	Default string `yaml:"default"`
@@ -139,9 +138,11 @@ func (d defaults) flow(path string, p *Policies) {
 	}
 	if pr := p.Priority; pr != nil {
 		pp := path + ".priority"
-		d.str(pp+".from", &pr.From, "route")
+		if !d.given[pp+".from"] {
+			pr.From = Source{Kind: SourceRoute}
+		}
 		d.str(pp+".default", &pr.Default, "normal")
-		if !d.given[pp+".values"] && strings.HasPrefix(pr.From, "header:") {
+		if !d.given[pp+".values"] && pr.From.Kind == SourceHeader {
 			pr.Values = map[string]string{}
 			for _, c := range PriorityClasses {
 				pr.Values[c] = c
@@ -225,11 +226,8 @@ func (v *validator) priority(pp string, pr *Priority, conc *Concurrency) {
 	if conc == nil || conc.Adaptive == nil {
 		v.at(pp, "priority classes share an adaptive limit: give concurrency.adaptive too")
 	}
-	name, header := strings.CutPrefix(pr.From, "header:")
-	switch {
-	case header && !isToken(name):
-		v.at(pp+".from", "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", name)
-	case !header && pr.From != "route":
+	header := pr.From.Kind == SourceHeader
+	if pr.From.Kind == SourceIP {
 		v.at(pp+".from", `want "route" or "header:NAME", got %q`, pr.From)
 	}
 	v.oneOf(pp+".default", pr.Default, PriorityClasses)

@@ -93,7 +93,7 @@ func TestFlowDefaults(t *testing.T) {
 	if *p.Hedge != wantHedge {
 		t.Errorf("hedge = %+v, want %+v", *p.Hedge, wantHedge)
 	}
-	wantPrio := config.Priority{From: "header:X-Priority", Default: "normal",
+	wantPrio := config.Priority{From: config.Source{Kind: config.SourceHeader, Header: "X-Priority"}, Default: "normal",
 		Values: map[string]string{"critical": "critical", "normal": "normal", "best_effort": "best_effort"},
 		Shares: config.Shares{Critical: 0.5, Normal: 0.3}}
 	if !reflect.DeepEqual(*p.Priority, wantPrio) {

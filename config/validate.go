@@ -446,12 +446,8 @@ func (v *validator) policies(path string, p *Policies) {
 		if rl.Burst < 1 && rl.Limit > 0 { // a default burst is the limit, reported above
 			v.at(rp+".burst", "want a burst of at least 1, got %d", rl.Burst)
 		}
-		if name, ok := strings.CutPrefix(rl.Key, "header:"); ok && !isToken(name) {
-			v.at(rp+".key", "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", name)
-		} else if ok && strings.Count(name, "-")+strings.Count(name, "_") > MaxKeyHeaderSeparators {
+		if name := rl.Key.Header; strings.Count(name, "-")+strings.Count(name, "_") > MaxKeyHeaderSeparators {
 			v.at(rp+".key", "%q has more than %d '-' or '_'", name, MaxKeyHeaderSeparators)
-		} else if !ok && rl.Key != "ip" && rl.Key != "route" {
-			v.at(rp+".key", `want "ip", "route" or "header:NAME", got %q`, rl.Key)
 		}
 		if rl.IPv6Prefix < 32 || rl.IPv6Prefix > 128 {
 			v.at(rp+".ipv6_prefix", "want a prefix length from 32 to 128, got %d", rl.IPv6Prefix)

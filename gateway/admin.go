@@ -41,15 +41,21 @@ type AdminOptions struct {
 // dashboard takes it once in its login form, which gives the browser a
 // session cookie valid for /dashboard alone (see dashboardSite).
 //
-// The dashboard samples the gateway once a second while at least one
-// event stream is open, for every viewer at once (at most 16), and keeps
-// the last five minutes of its samples for the charts. Its rates and
+// The dashboard samples the gateway from the moment AdminHandler is called
+// until the gateway shuts down, on the gateway's clock (Options.Clock: a
+// fake clock always has the next sample's timer waiting): every five
+// seconds while nobody watches, once a second while at least one event
+// stream is open (for every viewer at once, at most 16). It keeps its last
+// 300 samples for the charts (five minutes watched, up to 25 before), so
+// that a page opened after an incident still shows it. Its rates and
 // latencies come from the metrics of Gatherer (sluice_requests_total,
 // sluice_request_duration_seconds, sluice_ratelimit_decisions_total); it
 // shows none without it.
 func (g *Gateway) AdminHandler(o AdminOptions) http.Handler {
 	mux := http.NewServeMux()
-	dash := newDashboardSite(newDashboard(g, o.Gatherer), o.Token)
+	d := newDashboard(g, o.Gatherer)
+	d.start()
+	dash := newDashboardSite(d, o.Token)
 	mux.Handle("GET /{$}", http.RedirectHandler("/dashboard", http.StatusFound))
 	mux.HandleFunc("GET /dashboard", dash.page)
 	mux.HandleFunc("GET /dashboard/events", dash.events)

@@ -94,20 +94,31 @@ func (w *clientWatch) start() {
 		}()
 		return
 	}
-	sc, ok := w.conn.(syscall.Conn)
-	if !ok {
-		return
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	var gone func() bool // waits, and reports whether the client left
+	if r, ok := w.conn.(readWatched); ok {
+		gone = r.waitLeft
+	} else if sc, ok := w.conn.(syscall.Conn); ok {
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return
+		}
+		gone = func() bool { return left(raw) }
+	} else {
 		return
 	}
 	done := make(chan struct{})
 	w.done = done
 	go func() {
 		defer close(done)
-		if left(raw) {
+		if gone() {
 			w.cut.Fire(errClientGone)
 		}
 	}()
+}
+
+// readWatched is a connection that cannot be peeked at (TLS, see
+// tlsConn): waitLeft reads from it until bytes come, it ends, or its
+// read deadline passes, and reports whether its peer left.
+type readWatched interface {
+	waitLeft() bool
 }

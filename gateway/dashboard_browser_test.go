@@ -39,8 +39,8 @@ func chromium(t *testing.T) string {
 // TestDashboardInBrowser opens the dashboard of a gateway under a little
 // load in headless Chromium, on each engine: it signs in with the admin
 // token, sees every route, sees the adaptive limit's chart move, and sees
-// the breaker of a route open (with its transition listed) once that
-// route's upstream starts failing.
+// the breaker of a route and its target's open (with their transitions
+// listed) once that route's upstream starts failing.
 func TestDashboardInBrowser(t *testing.T) {
 	path := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), browserLimit)
@@ -80,7 +80,7 @@ routes:
   - name: flaky
     upstream: flaky
     match: {path_prefix: /flaky}
-    policies: {circuit_breaker: {consecutive_failures: 3, open_for: 1m}}
+    policies: {circuit_breaker: {consecutive_failures: 5, open_for: 1m}}
   - name: limited
     upstream: good
     match: {path_prefix: /limited}
@@ -152,6 +152,13 @@ routes:
 		.some(li => li.textContent.endsWith("closed → open"))`
 	if _, err := chromedp.Run(tab, chromedp.Poll[bool](transition, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		t.Fatalf("flaky's transition to open not listed: %v", err)
+	}
+	// The same five failures in a row opened the target's passive-health
+	// breaker.
+	targetTransition := `[...document.querySelectorAll('tr[data-target="` + flaky.URL + `"] ul.transitions li')]
+		.some(li => li.textContent.endsWith("closed → open"))`
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](targetTransition, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("flaky's target's transition to open not listed: %v", err)
 	}
 }
 

@@ -13,12 +13,18 @@ type DashboardFrame struct {
 	Time time.Time `json:"time"`
 	Status
 	// Rates are the routes' requests per second over the interval since the
-	// previous sample, by route name. Absent from the first sample after
-	// the sampler starts, and when the admin API has no metrics.
+	// previous sample (a second while watched; up to dashIdleInterval for a
+	// viewer's first), by route name. Absent from the sampler's first
+	// sample, one taken at the same instant as the previous, and when the
+	// admin API has no metrics.
 	Rates map[string]*RouteRates `json:"rates,omitempty"`
 	// Transitions are the last state changes of each route's breaker, oldest
 	// first, by route name; a route whose breaker never changed is absent.
 	Transitions map[string][]Transition `json:"transitions,omitempty"`
+	// TargetTransitions are the last state changes of each target's
+	// passive-health breaker, oldest first, by upstream name and target
+	// URL; a target whose breaker never changed is absent.
+	TargetTransitions map[string]map[string][]Transition `json:"target_transitions,omitempty"`
 	// Point is this sample's entry in the history (the charts).
 	Point DashboardPoint `json:"point"`
 }

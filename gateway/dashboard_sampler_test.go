@@ -75,7 +75,8 @@ func receive(t *testing.T, v *viewer) DashboardFrame {
 // a sample at once without rates, then one per second of the clock whose
 // rates are the requests recorded in that second; the breaker's
 // transitions; a history that keeps the last dashHistory points across
-// viewers; and no sampler left once the last viewer leaves.
+// viewers; and the sampler slowed to dashIdleInterval once the last viewer
+// leaves.
 func TestDashboardSamplerUnderFakeClock(t *testing.T) {
 	noLeaks(t)
 	g, fc, m, reg := sampledGateway(t)
@@ -142,22 +143,100 @@ func TestDashboardSamplerUnderFakeClock(t *testing.T) {
 		fc.Advance(dashInterval)
 		receive(t, v)
 	}
+	// Nobody watches: the sample due comes, then one every
+	// dashIdleInterval, into the history alone.
 	d.leave(v)
-	eventually(t, "the sampler stops", func() bool { return fc.Timers() == 0 })
+	watched := fc.Now().UnixMilli()
+	fc.Advance(dashInterval)
+	for range 2 {
+		fc.Advance(dashIdleInterval)
+	}
+	if n := fc.Timers(); n != 1 {
+		t.Fatalf("%d timers while nobody watches, want the next sample's", n)
+	}
+	fc.Advance(2 * time.Second)
 	v, history, last, ok = d.join()
 	if !ok || len(history) != dashHistory || last != nil {
 		t.Fatalf("second join: ok %v, %d points, last %d bytes", ok, len(history), len(last))
 	}
-	newest := fc.Now().UnixMilli()
+	idle := dashInterval.Milliseconds()
 	for i, p := range history {
-		if want := newest - int64(dashHistory-1-i)*dashInterval.Milliseconds(); p.Time != want {
+		want := watched - int64(dashHistory-4-i)*dashInterval.Milliseconds() // watched, a second apart
+		if back := dashHistory - 1 - i; back < 3 {
+			want = watched + idle + int64(2-back)*dashIdleInterval.Milliseconds()
+		}
+		if p.Time != want {
 			t.Fatalf("history[%d] at %d, want %d", i, p.Time, want)
 		}
 	}
-	if f := receive(t, v); f.Rates != nil {
-		t.Errorf("the first sample of a new sampler has rates: %+v", f.Rates)
+	// The first sample of the new viewer is taken at once, with the rates
+	// of the 2 s since the last idle one.
+	if f := receive(t, v); !f.Time.Equal(fc.Now()) || f.Rates == nil || f.Rates["r"].Requests["served"] != 0 {
+		t.Errorf("the first sample of a new viewer: at %v (now %v), rates %+v", f.Time, fc.Now(), f.Rates)
 	}
 	d.leave(v)
+}
+
+// TestDashboardHistoryBeforeViewers: the sampler runs from start, every
+// dashIdleInterval while nobody watches, so that the first viewer sees
+// what happened before it came (the requests of each interval as rates);
+// a route a reload removed leaves the history (its points are freed), one
+// it added joins it.
+func TestDashboardHistoryBeforeViewers(t *testing.T) {
+	noLeaks(t)
+	g, fc, m, reg := sampledGateway(t)
+	d := newDashboard(g, reg)
+	d.start()
+	start := fc.Now().UnixMilli()
+	for i := range 3 {
+		for range 5 * (i + 1) {
+			m.Route("r").Request(200, "", time.Millisecond)
+		}
+		fc.Advance(dashIdleInterval)
+	}
+	if n := fc.Timers(); n != 1 {
+		t.Fatalf("%d timers, want the next sample's", n)
+	}
+	v, history, _, ok := d.join()
+	if !ok || len(history) != 4 {
+		t.Fatalf("join: ok %v, %d points, want the start's and 3 more", ok, len(history))
+	}
+	for i, p := range history {
+		if want := start + int64(i)*dashIdleInterval.Milliseconds(); p.Time != want {
+			t.Errorf("point %d at %d, want %d", i, p.Time, want)
+		}
+		if want := float64(i); p.Routes["r"].Served != want || p.Routes["r"].Limit != 8 {
+			t.Errorf("point %d: %+v, want %v served a second and the limit 8", i, p.Routes["r"], want)
+		}
+	}
+	receive(t, v)
+	d.leave(v)
+
+	cfg, err := config.Parse("test.yaml", []byte(`upstreams: {up: {targets: ["http://127.0.0.1:1"]}}
+routes: [{name: s, upstream: up}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(dashInterval) // the sample due since the viewer left
+	d.mu.Lock()
+	_, kept := d.history.routes["r"]
+	routes := len(d.history.routes)
+	points := d.history.points()
+	d.mu.Unlock()
+	if kept || routes != 1 {
+		t.Errorf("after the reload: %d routes in the history (r kept: %v), want s alone", routes, kept)
+	}
+	for i, p := range points {
+		_, r := p.Routes["r"]
+		_, s := p.Routes["s"]
+		if r || s != (i == len(points)-1) {
+			t.Errorf("point %d has routes %v, want s in the last alone", i, p.Routes)
+		}
+	}
 }
 
 // TestDashboardViewersBounded: at most dashMaxViewers streams, and a
@@ -255,10 +334,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // BenchmarkDashboardSample measures one sample of the dashboard's sampler,
-// which runs once a second while someone watches: reading the counters from
-// a registry like sluice serve's (with the Go and process collectors),
-// the status, the frame and its encoding.
+// once a second while someone watches: reading the counters from a
+// registry like sluice serve's (with the Go and process collectors), the
+// status, the frame and its encoding. Idle: a sample while nobody watches,
+// every dashIdleInterval, which is not encoded.
 func BenchmarkDashboardSample(b *testing.B) {
+	b.Run("watched", func(b *testing.B) { benchDashboardSample(b, true) })
+	b.Run("idle", func(b *testing.B) { benchDashboardSample(b, false) })
+}
+
+func benchDashboardSample(b *testing.B, watched bool) {
 	g, _, m, reg := sampledGateway(b)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rm := m.Route("r")
@@ -273,8 +358,11 @@ func BenchmarkDashboardSample(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := json.Marshal(d.frame(rates(prev, cur, 1))); err != nil {
-			b.Fatal(err)
+		f := d.frame(rates(prev, cur, 1))
+		if watched {
+			if _, err := json.Marshal(f); err != nil {
+				b.Fatal(err)
+			}
 		}
 		prev = cur
 	}

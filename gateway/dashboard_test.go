@@ -84,10 +84,12 @@ func (e *events) sample(t testing.TB) gateway.DashboardFrame {
 
 // TestDashboardEvents reads the dashboard's event stream of a gateway
 // whose routes see a second of traffic on the fake clock: the history
-// first, then a sample of the state (routes, targets, last reload) without
-// rates, then, once the clock moved a second, one whose rates are that
-// second's requests by outcome, with latencies, rate-limit decisions and
-// the breaker that opened and its transition.
+// first (the sample taken when the admin API was made), then a sample of
+// the state (routes, targets, last reload) without rates, then, once the
+// clock moved a second, one whose rates are that second's requests by
+// outcome, with latencies, rate-limit decisions, the route breaker that
+// opened and its transition, and the target breaker that opened and its
+// transition.
 func TestDashboardEvents(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		good := startUpstream(t, "good", nil)
@@ -97,6 +99,7 @@ server: {engine: %s}
 upstreams:
   good: {targets: ["%s"]}
   bad: {targets: ["%s"]}
+  sick: {targets: ["%s"]}
 routes:
   - name: limited
     upstream: good
@@ -106,16 +109,21 @@ routes:
     upstream: bad
     match: {path_prefix: /broken}
     policies: {circuit_breaker: {consecutive_failures: 2, open_for: 1m}}
+  - name: sick
+    upstream: sick
+    match: {path_prefix: /sick}
   - name: adaptive
     upstream: good
     policies: {concurrency: {adaptive: {algorithm: aimd, initial: 4, min: 1, max: 50}}}
-`, engine, good.URL, bad.URL))
+`, engine, good.URL, bad.URL, bad.URL))
 		admin := httptest.NewServer(tg.AdminHandler(gateway.AdminOptions{Token: "s3cret", Gatherer: tg.Registry}))
 		t.Cleanup(admin.Close)
 		c := newClient(t)
 		s := openEvents(t, c, admin.URL+"/dashboard/events", http.Header{"Authorization": {"Bearer s3cret"}})
-		if name, data := s.next(t); name != "history" || data != "[]" {
-			t.Fatalf("first event %q %s, want an empty history", name, data)
+		var history []gateway.DashboardPoint
+		if name, data := s.next(t); name != "history" || json.Unmarshal([]byte(data), &history) != nil ||
+			len(history) != 1 || len(history[0].Routes) != 4 || history[0].Time != tg.Clock.Now().UnixMilli() {
+			t.Fatalf("first event %q %s, want the history of the sample taken at start", name, data)
 		}
 		f := s.sample(t)
 		if f.Rates != nil {
@@ -125,10 +133,10 @@ routes:
 		for _, r := range f.Routes {
 			names = append(names, r.Name)
 		}
-		if strings.Join(names, " ") != "limited broken adaptive" {
+		if strings.Join(names, " ") != "limited broken sick adaptive" {
 			t.Errorf("routes %v", names)
 		}
-		if !f.LastReload.OK || f.Version != 1 || len(f.Upstreams) != 2 || len(f.Upstreams[1].Targets) != 1 ||
+		if !f.LastReload.OK || f.Version != 1 || len(f.Upstreams) != 3 || len(f.Upstreams[1].Targets) != 1 ||
 			f.Upstreams[1].Targets[0].URL != good.URL || !f.Upstreams[1].Targets[0].Healthy {
 			t.Errorf("state: reload %+v, version %d, upstreams %+v", f.LastReload, f.Version, f.Upstreams)
 		}
@@ -151,9 +159,16 @@ routes:
 				t.Fatalf("adaptive request: %d", r.Code)
 			}
 		}
+		// Five failures in a row open the target's passive-health breaker
+		// (sick has no breaker of its own).
+		for i := range 5 {
+			if r := get(t, c, tg.URL+"/sick"); r.Code != 500 {
+				t.Fatalf("sick request %d: %d, want 500", i+1, r.Code)
+			}
+		}
 		// A request is recorded once its answer is sent: the client may
 		// read it first.
-		eventually(t, "the 8 requests recorded", func() bool { return recorded(t, tg.Registry) == 8 })
+		eventually(t, "the 13 requests recorded", func() bool { return recorded(t, tg.Registry) == 13 })
 		tg.Clock.Advance(time.Second)
 		f = s.sample(t)
 		for route, want := range map[string]map[string]float64{
@@ -186,6 +201,12 @@ routes:
 		}
 		if p := f.Point.Routes["broken"]; p.Served != 0 || p.Refused != 3 {
 			t.Errorf("broken point %+v, want 3 refused", p)
+		}
+		if tr, at := f.TargetTransitions["sick"][bad.URL], f.Time.Add(-time.Second); len(tr) != 1 || tr[0].From != "closed" || tr[0].To != "open" || !tr[0].At.Equal(at) {
+			t.Errorf("sick's target's transitions %+v (all: %+v), want one from closed to open at %v", tr, f.TargetTransitions, at)
+		}
+		if tr := f.TargetTransitions["bad"][bad.URL]; tr != nil {
+			t.Errorf("bad's target, the same URL in another upstream, has transitions %+v", tr)
 		}
 	})
 }

@@ -81,6 +81,7 @@ func (x *exchange) toFallbackUpstream(resp *fasthttp.Response, err error) (*fast
 	endAttempt(span, code, ferr)
 	o, _ := attemptResult(code, retryAfter, ferr)
 	permit.Done(o)
+	t.Metrics.Attempt(o.Class, time.Since(start))
 	if o.Class != sluice.Success {
 		releaseResponse(fresp)
 		return resp, err, ""

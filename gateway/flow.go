@@ -122,10 +122,10 @@ func requestEdit(rc *config.Route) *config.HeaderEdit {
 	return &rc.Headers.Request
 }
 
-// rateKey returns the key of rc's rate limit, "" without one.
+// rateKey returns the key of rc's rate limit as configured, "" without one.
 func rateKey(rc *config.Route) string {
 	if rc.Policies.RateLimit == nil {
 		return ""
 	}
-	return rc.Policies.RateLimit.Key
+	return rc.Policies.RateLimit.Key.String()
 }

@@ -31,13 +31,15 @@
 // connection is closed, not pooled. A pooled upstream connection with
 // bytes the target sent unasked is closed, never read as an answer.
 //
-// A third engine, on net/http (h2engine.go), serves the TLS listener
-// (ServeTLS: HTTP/2 and HTTP/1.1 by ALPN) and the plaintext connections
-// that turn to HTTP/2 (h2c), which the other two hand over to it; each of
-// its requests runs through the goroutine engine's handler, so that every
-// engine drives the same lifecycle. Upstreams speak HTTP/1.1 (over TLS for
-// https targets) or HTTP/2; internal/upstream keeps their targets, their
-// balancing and health, and the exchange with a target.
+// A third engine, on net/http (h2engine.go), serves HTTP/2: the
+// plaintext connections that turn to it (h2c), which the other two hand
+// over, and those of the TLS listener (ServeTLS) whose ALPN chose it; each
+// of its requests runs through the goroutine engine's handler, so that
+// every engine drives the same lifecycle. The TLS listener's HTTP/1.1
+// connections go to the goroutine engine, on either server.engine
+// (tlsmux.go). Upstreams speak HTTP/1.1 (over TLS for https targets) or
+// HTTP/2; internal/upstream keeps their targets, their balancing and
+// health, and the exchange with a target.
 //
 // Configuration comes from package config; Apply swaps a new configuration in
 // atomically, keeping the state of every policy whose settings did not change.
@@ -87,9 +89,12 @@ type Gateway struct {
 	// loops serves connections on event loops (loop.go) once Serve has
 	// started them; nil on the goroutine engine alone.
 	loops *loopEngine
-	// h2 serves the TLS listener and the h2c connections the other
-	// engines hand over (h2engine.go).
-	h2      *h2Engine
+	// h2 serves HTTP/2: the TLS listener's and the h2c connections the
+	// other engines hand over (h2engine.go).
+	h2 *h2Engine
+	// tls serves the TLS listeners: it runs their handshakes and hands
+	// their connections to h2 or the goroutine engine (tlsmux.go).
+	tls     *tlsMux
 	ln      net.Listener
 	log     *slog.Logger
 	metrics *telemetry.Metrics
@@ -103,8 +108,10 @@ type Gateway struct {
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
 	closing atomic.Bool
-	// breakerLog holds the breakers' last state changes for the dashboard.
-	breakerLog transitions
+	// breakerLog and targetLog hold the last state changes of the routes'
+	// breakers and of the targets' passive-health ones, for the dashboard.
+	breakerLog transitions[string]
+	targetLog  transitions[targetKey]
 }
 
 // ReloadStatus describes the last attempt to apply a configuration.
@@ -133,6 +140,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
 	g.h2 = newH2Engine(g, cfg)
+	g.tls = newTLSMux(g)
 	g.metrics.Configured(g.reload.At)
 	g.metrics.Watch(g.live)
 	g.server = &fasthttp.Server{
@@ -192,11 +200,14 @@ func (g *Gateway) Serve(ln net.Listener) error {
 }
 
 // ServeTLS accepts connections on ln, a TCP listener, and serves them over
-// TLS until Shutdown: HTTP/2 or HTTP/1.1, as the client's ALPN chooses, with
-// the certificates of the configuration's tls section (read again by every
-// Apply). It returns nil after a graceful shutdown.
+// TLS until Shutdown: HTTP/2 or HTTP/1.1, as the client's ALPN chooses
+// (HTTP/1.1 when it names neither), with the certificates of the
+// configuration's tls section (read again by every Apply). A handshake is
+// bounded by server.read_header_timeout; HTTP/1.1 is then served by the
+// goroutine engine, with the plaintext listener's limits and timeouts,
+// whatever server.engine says. It returns nil after a graceful shutdown.
 func (g *Gateway) ServeTLS(ln net.Listener) error {
-	return g.h2.serveTLS(ln)
+	return g.tls.serve(ln)
 }
 
 func (g *Gateway) serve(ln net.Listener) error {
@@ -240,6 +251,7 @@ func (g *Gateway) serve(ln net.Listener) error {
 // first) and stops health checks.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
+	g.tls.stop()
 	g.mu.Lock()
 	loops, ln := g.loops, g.ln
 	g.mu.Unlock()
@@ -267,6 +279,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		_ = ln.Close()
 	}
 	err = errors.Join(err, loopErr, <-h2Done, g.tunnels.shutdown(ctx))
+	g.tls.wait()
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutting down: requests still in flight at the deadline: %w", err)

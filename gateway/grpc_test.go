@@ -221,6 +221,10 @@ routes:
 		if n := up.unary.Load(); n != 3 {
 			t.Errorf("the upstream got %d UnaryCalls, want 3", n)
 		}
+		// An answer held whole, sent in pieces.
+		if st, _ := unary(t, c, strings.Repeat("y", 300<<10)); st.Code() != codes.OK {
+			t.Fatalf("an idempotent call of 300 KiB: %v", st)
+		}
 
 		up.failFirst.Store(1)
 		s, err := c.StreamingInputCall(callCtx(t))

@@ -45,6 +45,7 @@ func oneGRPCMessage(b []byte) bool {
 // answer (or the last failed one's) is held in c.held, or, when too long
 // to hold, passed on.
 func (c *grpcCall) race(ctx context.Context, cl *call) sluice.Outcome {
+	c.held = nil // a previous race's answer: the call's is this race's
 	hr := &grpcRace{c: c, cl: cl}
 	r := c.rt.life.flow.hedge.Run(ctx, hr.attempt)
 	hr.mu.Lock()

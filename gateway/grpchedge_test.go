@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
+
+	"github.com/sluicehq/sluice/clock"
 )
 
 // grpcRacers are two grpc-go servers of TestService on loopback for
@@ -184,6 +187,42 @@ routes:
 		defer rs.mu.Unlock()
 		if rs.inputs != 1 {
 			t.Errorf("the client stream reached the upstream %d times, want 1", rs.inputs)
+		}
+	})
+}
+
+// TestGRPCHedgedRetryAnswersLastAttempt retries a hedged call whose first
+// race ends with the upstream's UNAVAILABLE (held) and whose second one
+// cannot reach its target: the client gets the last attempt's failure,
+// the gateway's UNAVAILABLE upstream_unreachable, not the first race's
+// answer. (A race that held no answer left the previous one's in place,
+// and it was sent.)
+func TestGRPCHedgedRetryAnswersLastAttempt(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startGRPCUpstream(t)
+		up.fail.Store(uint32(codes.Unavailable))
+		fc := clock.NewFake(time.Time{})
+		// Round robin starts at the second target: up first, then the
+		// closed one.
+		gw := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s", "http://%s"]}
+routes:
+  - name: grpc
+    upstream: up
+    grpc: {idempotent: [/grpc.testing.TestService/UnaryCall]}
+    policies:
+      retry: {attempts: 2, backoff: {initial: 1ns, max: 1ns, jitter: none}}
+      hedge: {delay: 1h}
+`, engine, closedAddr(t), up.addr), fc)
+		pumpClock(t, fc, time.Nanosecond)
+		st, tr := unary(t, grpcClient(t, gw.Addr), "x")
+		if up.unary.Load() != 1 {
+			t.Fatalf("the upstream got %d calls, want 1", up.unary.Load())
+		}
+		if st.Code() != codes.Unavailable || st.Message() != "upstream_unreachable" || len(tr.Get("x-trailer")) != 0 {
+			t.Errorf("got %v, trailers %v; want the last attempt's UNAVAILABLE upstream_unreachable", st, tr)
 		}
 	})
 }

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestGRPCIdleTimeout holds gRPC calls open without a byte passing: the
@@ -110,4 +112,94 @@ routes:
 			}
 		})
 	})
+}
+
+// TestGRPCClientNotReading sends an answer, streamed or held whole, to a
+// client that reads none of it (its stream's window is 100 bytes, never
+// opened further): the gateway's write waits on the client for
+// server.write_timeout, then the client's stream is reset, the call ends
+// and the route's concurrency slot is released. (The write waited
+// forever, server.grpc_idle_timeout notwithstanding: a streamed call held
+// its slot, a held one its answer, however long the client liked.)
+func TestGRPCClientNotReading(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		// Passed on as it comes, and held whole (a call that may be
+		// retried), then sent.
+		for _, kind := range []struct{ name, route string }{
+			{"streamed", "policies: {concurrency: {max: 1}}"},
+			{"held", "grpc: {idempotent: [/grpc.testing.TestService/*]}\n    policies: {concurrency: {max: 1}, retry: {}}"},
+		} {
+			t.Run(kind.name, func(t *testing.T) { clientNotReading(t, engine, kind.route) })
+		}
+	})
+}
+
+func clientNotReading(t *testing.T, engine, route string) {
+	up := startGRPCUpstream(t)
+	gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, grpc_idle_timeout: 1m, write_timeout: 1s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - name: grpc
+    upstream: up
+    %s
+`, engine, up.addr, route))
+	h := dialH2(t, gw.Addr)
+	if err := h.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 100}); err != nil {
+		t.Fatal(err)
+	}
+	h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", gw.Addr,
+		":path", "/grpc.testing.TestService/StreamingOutputCall", "content-type", "application/grpc", "te", "trailers")
+	msg, err := proto.Marshal(&testgrpc.StreamingOutputCallRequest{ResponseParameters: []*testgrpc.ResponseParameters{{Size: 1000}, {Size: 1000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fr.WriteData(1, true, append([]byte{0, 0, 0, 0, byte(len(msg))}, msg...)); err != nil {
+		t.Fatal(err)
+	}
+	// The window's 100 bytes arrive: the gateway holds the rest of
+	// what it read, and its write waits on the client.
+	got, reset := 0, false
+	for range 100 {
+		if got >= 100 || reset {
+			break
+		}
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = h.fr.WriteSettingsAck()
+			}
+		case *http2.DataFrame:
+			got += len(f.Data())
+		case *http2.RSTStreamFrame:
+			reset = true
+		}
+	}
+	if got != 100 {
+		t.Fatalf("got %d bytes of the answer (reset %v), want the window's 100", got, reset)
+	}
+	for range 100 { // after write_timeout, on the wall clock (net/http's)
+		if reset {
+			break
+		}
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("waiting for the stream's reset: %v", err)
+		}
+		if f, ok := f.(*http2.RSTStreamFrame); ok && f.StreamID == 1 {
+			reset = true
+		}
+	}
+	if !reset {
+		t.Fatal("the stream was not reset")
+	}
+	eventually(t, "the slot to be released", func() bool { return gw.routeStatus(t, "grpc").ConcurrencyInFlight == 0 })
+	if st, _ := unary(t, grpcClient(t, gw.Addr), "next"); st.Code() != codes.OK {
+		t.Errorf("the call after: %v", st)
+	}
 }

@@ -44,6 +44,8 @@ import (
 //     (unary calls) are hedged (see grpchedge.go);
 //   - a call through which no byte passed either way for
 //     server.grpc_idle_timeout ends with DEADLINE_EXCEEDED (see grpcIdle);
+//     server.write_timeout bounds each write of its answer to the client
+//     (see grpcCall.write);
 //   - a route's static fallback answers, in gRPC (see grpcFallback and
 //     config.Fallback.GRPCStatus), a call its route could not answer and
 //     one whose upstream's answer is a failing status with nothing sent
@@ -73,6 +75,9 @@ type grpcCall struct {
 	wrote bool         // an answer was sent to the client (headers at least)
 	obs   *observation // the call's log and trace record
 	idle  *grpcIdle    // ends the call after server.grpc_idle_timeout without a byte
+	// writeTimeout is server.write_timeout: it bounds each write of the
+	// answer to the client (see write).
+	writeTimeout time.Duration
 }
 
 // heldAnswer is an upstream's gRPC answer read whole; or, when rest is
@@ -108,7 +113,7 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	idle := watchGRPCIdle(rt.life.clock, st.cfg.Server.GRPCIdleTimeout.D(), cancel, r.Body)
 	defer idle.stop()
 	in := newClientBody(idle.reader(r.Body), st.cfg.Server.MaxBodyBytes)
-	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in, obs: obs, idle: idle}
+	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in, obs: obs, idle: idle, writeTimeout: st.cfg.Server.WriteTimeout.D()}
 	c.fwdHost, c.fwdProto = stdForwarded(r, st)
 	if (rt.policies.retry != nil || rt.life.flow.hedge != nil) && rt.grpc.idempotent(r.URL.Path) {
 		if reason := c.readRequest(ctx); reason != "" {
@@ -297,10 +302,12 @@ func (c *grpcCall) fetch(ctx context.Context, t *target, span *tracing.Attempt) 
 }
 
 // request builds the upstream request of an attempt to t, span the
-// attempt's span: the client's path, end-to-end headers and trailers (see
-// withRequestTrailers), the gateway's X-Forwarded-*, the route's rewrite
-// and header rules, TE: trailers (gRPC's), and what is left of the call's
-// deadline as grpc-timeout.
+// attempt's span: the client's path and end-to-end headers, the gateway's
+// X-Forwarded-*, the route's rewrite and header rules, TE: trailers
+// (gRPC's), and what is left of the call's deadline as grpc-timeout. The
+// client's request trailers are not sent: a gRPC request has none, and a
+// gRPC server (grpc-go's) answers one with a connection error, which
+// would end every call sharing the gateway's connection to it.
 func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt) (*http.Request, error) {
 	var body io.Reader = c.rest
 	if c.body != nil {
@@ -324,7 +331,6 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 	if err != nil {
 		return nil, err
 	}
-	withRequestTrailers(out, c.r, c.body != nil)
 	if c.body == nil {
 		out.ContentLength = -1
 	} else {
@@ -392,18 +398,17 @@ func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, rea
 	rc := http.NewResponseController(c.w)
 	_ = rc.Flush()
 	if len(read) > 0 {
-		if _, err := c.w.Write(read); err != nil {
+		if c.write(rc, read) != nil {
 			return errClientGone
 		}
 	}
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, grpcWriteSize)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			if _, werr := c.w.Write(buf[:n]); werr != nil {
+			if c.write(rc, buf[:n]) != nil {
 				return errClientGone
 			}
-			_ = rc.Flush()
 		}
 		if err == io.EOF {
 			break
@@ -431,9 +436,33 @@ func (c *grpcCall) sendHeld() {
 		h[http.TrailerPrefix+k] = vs
 	}
 	c.w.WriteHeader(http.StatusOK)
-	if len(a.body) > 0 {
-		_, _ = c.w.Write(a.body)
+	rc := http.NewResponseController(c.w)
+	// In pieces, as pass writes: server.write_timeout bounds each.
+	for b := a.body; len(b) > 0; b = b[min(len(b), grpcWriteSize):] {
+		if c.write(rc, b[:min(len(b), grpcWriteSize)]) != nil {
+			return
+		}
 	}
+}
+
+// grpcWriteSize is the most of an answer sent to the client at once (see
+// write).
+const grpcWriteSize = 32 << 10
+
+// write sends b to the client, flushed, within server.write_timeout: a
+// client that reads nothing of it for that long has its stream reset, and
+// write fails. The deadline is lifted once b is sent, so that a stream
+// may pause between messages for as long as its call lasts. rc is the
+// client's ResponseWriter's controller.
+func (c *grpcCall) write(rc *http.ResponseController, b []byte) error {
+	if wt := c.writeTimeout; wt > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(wt))
+		defer rc.SetWriteDeadline(time.Time{})
+	}
+	if _, err := c.w.Write(b); err != nil {
+		return err
+	}
+	return rc.Flush()
 }
 
 // copyHeader adds the upstream's end-to-end headers src to the client's

@@ -23,13 +23,14 @@ func isH2CPreface(b []byte) bool {
 	return n > 0 && bytes.Equal(b[:n], h2cPreface[:n])
 }
 
-// serveFast is the goroutine engine's handler: it hands a connection whose
-// request asks to upgrade to h2c to the HTTP/2 engine, and serves every
-// other request itself (handle). (A connection that starts with the
-// HTTP/2 preface never gets here: the loops and sniffConn hand it over
-// first.)
+// serveFast is the goroutine engine's handler: it hands a plaintext
+// connection whose request asks to upgrade to h2c to the HTTP/2 engine,
+// and serves every other request itself (handle; over TLS, where h2c has
+// no place, such a request is served on HTTP/1.1, its Upgrade dropped as
+// hop-by-hop). (A connection that starts with the HTTP/2 preface never
+// gets here: the loops and sniffConn hand it over first.)
 func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
-	if h := &ctx.Request.Header; h2cUpgrade(h) {
+	if h := &ctx.Request.Header; h2cUpgrade(h) && !overTLS(ctx.Conn()) {
 		// The request's head is given again to the HTTP/2 engine, which
 		// answers 101 and then the request over HTTP/2, and reads what
 		// follows on the connection.

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,15 +12,14 @@ import (
 	"github.com/sluicehq/sluice/config"
 )
 
-// h2Engine is the third engine, on net/http: it serves the TLS listener
-// (HTTP/2 and HTTP/1.1, chosen by ALPN) and the plaintext connections that
-// speak HTTP/2 without TLS (h2c), which the loops and the goroutine engine
-// hand over to it (h2c.go). Its requests drive the same lifecycle as the
-// other engines' (h2handler.go). HTTP/2 flow control paces a client that
+// h2Engine is the third engine, on net/http: it serves HTTP/2, over TLS
+// (the TLS listener hands it the connections whose ALPN chose h2,
+// tlsmux.go) and without (h2c: the loops and the goroutine engine hand it
+// the plaintext connections that speak it, h2c.go). Its requests drive
+// the same lifecycle as the other engines' (h2handler.go). HTTP/2 flow control paces a client that
 // sends a body faster than the upstream takes it, as TCP does on HTTP/1.1;
 // the limits are server.http2's and server.max_header_bytes, fixed when
-// the gateway is made (a reload does not change them; certificates and
-// tls.min_version it does).
+// the gateway is made (a reload does not change them).
 type h2Engine struct {
 	g     *Gateway
 	srv   *http.Server
@@ -35,7 +33,7 @@ type h2Engine struct {
 }
 
 // newH2Engine makes the engine for the configuration the gateway starts
-// with; it serves nothing until servePlain and serveTLS.
+// with; it serves nothing until servePlain, or the TLS listener's serve.
 func newH2Engine(g *Gateway, cfg *config.Config) *h2Engine {
 	e := &h2Engine{g: g, plain: newHandoffListener(h2cAddr{})}
 	s := cfg.Server
@@ -69,21 +67,9 @@ func (e *h2Engine) servePlain() {
 	}
 }
 
-// serveTLS serves TLS on ln until shutdown, with the certificates and
-// minimum version of the configuration in force at each handshake.
-func (e *h2Engine) serveTLS(ln net.Listener) error {
-	return e.serve(tls.NewListener(ln, &tls.Config{
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			if c := e.g.state.Load().tls; c != nil {
-				return c, nil
-			}
-			return nil, errNoTLS
-		},
-	}))
-}
-
-var errNoTLS = errors.New("the configuration has no tls section")
-
+// serve serves ln until shutdown: the h2c connections handed over, or the
+// TLS listener's HTTP/2 ones (tlsmux.go), which net/http serves through
+// its TLSNextProto.
 func (e *h2Engine) serve(ln net.Listener) error {
 	e.mu.Lock()
 	if e.closed {
@@ -133,7 +119,7 @@ func (e *h2Engine) shutdown(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		err = errors.Join(fmt.Errorf("HTTP/2 and TLS connections: %w", err), e.srv.Close())
+		err = errors.Join(fmt.Errorf("HTTP/2 connections: %w", err), e.srv.Close())
 	}
 	if uerr := <-upgraded; uerr != nil {
 		err = errors.Join(err, fmt.Errorf("connections upgraded to h2c: %w", uerr))

@@ -163,7 +163,7 @@ func reannounceTrailers(req *fasthttp.Request, t *target) {
 
 // writeBack sends resp through w: its status, its headers but the
 // hop-by-hop ones, and its body, flushed as it arrives from a stream, each
-// write bounded by server.write_timeout.
+// write bounded by server.write_timeout (the pauses between them are not).
 func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, resp *fasthttp.Response) {
 	wh := w.Header()
 	copyHeader(wh, &resp.Header)
@@ -204,6 +204,11 @@ func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.Re
 			if rc.Flush() != nil {
 				return
 			}
+			// Lifted once the part is sent: the write timeout bounds a
+			// client that does not read, not a pause of the upstream
+			// (net/http's HTTP/2 server resets a stream whose deadline
+			// passes with nothing to write).
+			_ = rc.SetWriteDeadline(time.Time{})
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -296,10 +301,16 @@ func (c *h2Conn) SetReadDeadline(t time.Time) error {
 func (c *h2Conn) SetWriteDeadline(t time.Time) error { return c.rc.SetWriteDeadline(t) }
 
 // overTLS reports whether c, a request's connection on the goroutine
-// engine's handler, came over TLS (the HTTP/2 engine's TLS listener).
+// engine's handler, came over the TLS listener: HTTP/2 (an h2Conn with
+// TLS) or HTTP/1.1 (a tlsConn).
 func overTLS(c net.Conn) bool {
-	hc, ok := c.(*h2Conn)
-	return ok && hc.tls != nil
+	switch c := c.(type) {
+	case *h2Conn:
+		return c.tls != nil
+	case *tlsConn:
+		return true
+	}
+	return false
 }
 
 // setRemote sets c's peer address from a net/http request's RemoteAddr

@@ -73,8 +73,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	x.rt = rt
-	rt.inflight.Add(1)
-	defer rt.inflight.Add(-1)
+	rt.inflight.Add(1) // given back by finish
 	http10 := !ctx.Request.Header.IsHTTP11()
 	if http10 {
 		// prepare makes the request HTTP/1.1 for the upstream; the answer
@@ -298,7 +297,11 @@ func writeFallback(ctx *fasthttp.RequestCtx, f *config.Fallback) {
 // finish records the request in the metrics, the log and its trace (o is
 // its observation), on every engine: now, or, when its response's body
 // streams from a target, once that body has been sent (or the client is
-// gone), so that its duration covers the whole response.
+// gone), so that its duration covers the whole response. rt, when not
+// nil, is the route whose in-flight count the request holds: it holds it
+// until then, and so does the target of its last attempt while the body
+// streams. (The target's count, which the attempt's end gave back at the
+// response's head, is taken again for the body.)
 func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, reason string, o *observation) {
 	code := ctx.Response.StatusCode()
 	if ctx.Response.IsBodyStream() {
@@ -306,37 +309,48 @@ func (g *Gateway) finish(ctx *fasthttp.RequestCtx, rt *route, start time.Time, r
 			// The request and its connection outlive the body: fasthttp
 			// (or the loop's stream) closes it before it reuses them. The
 			// observation does not: its engine reuses it at once.
-			o.bytesOut = responseBodySize(ctx)
 			od := o.detached()
 			od.remote = ctx.RemoteAddr() // read here: a loop's connection is not the stream's to read
-			b.AtEnd(func() { g.record(ctx, rt, start, code, reason, od) })
+			t := od.target
+			if t != nil {
+				t.InFlight.Add(1)
+			}
+			b.AtEnd(func() {
+				if t != nil {
+					t.InFlight.Add(-1)
+				}
+				od.bytesOut = b.Sent()
+				g.record(ctx, rt, start, code, reason, od)
+			})
 			return
 		}
+	}
+	if o.bytesOut == 0 {
+		o.bytesOut = responseBodySize(ctx)
 	}
 	g.record(ctx, rt, start, code, reason, o)
 }
 
-// record records a request that ended now with status code.
+// record records a request that ended now with status code, and gives
+// back its route's in-flight count (rt may be nil: no route).
 func (g *Gateway) record(ctx *fasthttp.RequestCtx, rt *route, start time.Time, code int, reason string, o *observation) {
 	name := ""
 	now := time.Now()
 	d := now.Sub(start)
 	if rt != nil {
 		name = rt.name
+		rt.inflight.Add(-1)
 		rt.metrics.Request(code, reason, d)
 	} else {
 		g.metrics.Request(name, code, reason, d)
-	}
-	if o.bytesOut == 0 {
-		o.bytesOut = responseBodySize(ctx)
 	}
 	o.end(name, code, reason, now) // first: once a request's line is logged, its spans are queued
 	g.logRequest(ctx, name, code, reason, d, o)
 }
 
 // responseBodySize is the size of ctx's response body: its length when it
-// is in memory, none for HEAD, its Content-Length when it streams (-1 when
-// it has none).
+// is in memory, none for HEAD, its Content-Length when it streams without
+// an upstream.BodyEnd (-1 when it has none).
 func responseBodySize(ctx *fasthttp.RequestCtx) int64 {
 	switch {
 	case ctx.IsHead():

@@ -244,3 +244,56 @@ func TestHedgeOnlyIdempotent(t *testing.T) {
 		}
 	})
 }
+
+// TestHedgeWinnerLogged checks, on both engines, that the log line of a
+// hedged request names the target whose answer was sent: here the first
+// attempt's, which answers once the hedge has arrived (the line named the
+// last attempt begun, the hedge's).
+func TestHedgeWinnerLogged(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		var mu sync.Mutex
+		var first string // the target of the first attempt, by its upstream's name
+		arrived, hedged := make(chan struct{}), make(chan struct{})
+		h := func(name string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				isFirst := first == ""
+				if isFirst {
+					first = name
+				}
+				mu.Unlock()
+				if isFirst {
+					close(arrived)
+					awaitClosed(t, hedged, "the hedge")
+					fmt.Fprintf(w, "first %s", name)
+					return
+				}
+				close(hedged)
+				<-r.Context().Done() // the hedge loses
+			}
+		}
+		a, b := startUpstream(t, "a", h("a")), startUpstream(t, "b", h("b"))
+		tg, logs := startObservedStep(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s", "%s"]}
+routes:
+  - name: r
+    upstream: up
+    policies: {hedge: {delay: 50ms, budget: 1}}
+`, engine, a.URL, b.URL), 0)
+		answered := send(t, newClient(t), tg, "GET", "1")
+		awaitClosed(t, arrived, "the first attempt")
+		hedgeTimer(t, tg, 0, 50*time.Millisecond)
+		res := <-answered
+		mu.Lock()
+		want := map[string]string{"a": a.URL, "b": b.URL}[first]
+		mu.Unlock()
+		if res.Code != 200 || res.Body != "first "+first {
+			t.Fatalf("answer %d %q, want the first attempt's", res.Code, res.Body)
+		}
+		if l := logs.requests(t, 1)[0]; l["target"] != want || l["attempts"] != 2.0 {
+			t.Errorf("logged target %v after %v attempts, want %s (the first attempt's, which answered) after 2", l["target"], l["attempts"], want)
+		}
+	})
+}

@@ -48,10 +48,18 @@ func (x *exchange) race() (*fasthttp.Response, sluice.Outcome) {
 	}()
 	hr := &hedgeRace{x: x}
 	r := x.rt.life.flow.hedge.Run(ctx, hr.attempt)
+	resp, _ := r.Value.(*fasthttp.Response)
 	hr.mu.Lock()
 	hr.x = nil // x is the caller's again: a late attempt does not start
+	for _, a := range hr.answered {
+		if a.resp == resp && resp != nil {
+			// The log's target, and the one whose in-flight count the
+			// body holds: the answer's (the last to hold it: a response
+			// is reused once freed).
+			x.obs.target = a.t
+		}
+	}
 	hr.mu.Unlock()
-	resp, _ := r.Value.(*fasthttp.Response)
 	x.prev = resp
 	return resp, r.Outcome
 }
@@ -61,8 +69,16 @@ func (x *exchange) race() (*fasthttp.Response, sluice.Outcome) {
 // on copies of their own, so that a losing attempt may end after the race,
 // and the request, are over.
 type hedgeRace struct {
-	mu sync.Mutex // protects x, and serializes the attempts' use of it
+	mu sync.Mutex // protects x and answered, and serializes the attempts' use of x
 	x  *exchange  // nil once the race is over
+	// answered are the attempts that got a response, with their targets:
+	// the race's answer is one of them.
+	answered []hedgeAnswer
+}
+
+type hedgeAnswer struct {
+	resp *fasthttp.Response
+	t    *target
 }
 
 // attempt is one attempt of the race; ctx ends when it lost or the
@@ -109,6 +125,9 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 	r := sluice.Result{Outcome: c.settle(&a, code, retryAfter, rerr)}
 	if resp != nil {
 		r.Value = resp
+		hr.mu.Lock()
+		hr.answered = append(hr.answered, hedgeAnswer{resp, a.t})
+		hr.mu.Unlock()
 	}
 	return r
 }

@@ -36,10 +36,13 @@ func NewLogger(c config.Log, w io.Writer) *slog.Logger {
 //     answer went out, else the reason the gateway answered itself;
 //   - request_id: the client's X-Request-Id when well formed, else the one
 //     the gateway made (both sent upstream);
-//   - target: the last attempt's target ("" when none was tried);
+//   - target: the last attempt's target, a hedged race's winner's (""
+//     when none was tried);
 //     attempts: the number of attempts;
-//   - bytes_in, bytes_out: the sizes of the request and response bodies
-//     (a streamed response's is its Content-Length, -1 when it has none);
+//   - bytes_in, bytes_out: the sizes of the request and response bodies;
+//     a body streamed from a target counts the bytes the client's
+//     connection took (see upstream.BodyEnd.Took), fewer than its length when the
+//     client left early;
 //   - duration: the seconds the request took (as the request duration
 //     metric measures it), a number;
 //   - remote: the client connection's address;

@@ -433,7 +433,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		cc.reply()
 		return
 	}
-	rt.inflight.Add(1)
+	rt.inflight.Add(1) // given back by finish
 	cc.rt = rt
 	cc.wantClose = h.Close()
 	if rt.life.rate != nil {
@@ -624,7 +624,6 @@ func (cc *clientConn) respond(resp *fasthttp.Response, err error) {
 // end records the request and frees what it held.
 func (cc *clientConn) end(reason string) {
 	g := cc.l.e.g
-	cc.rt.inflight.Add(-1)
 	g.finish(&cc.ctx, cc.rt, cc.start, reason, &cc.obs)
 	cc.rt, cc.att, cc.lastErr, cc.rl, cc.replayed = nil, attempt{}, nil, nil, false
 	cc.call = call{}

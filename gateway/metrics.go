@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/concurrency"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/telemetry"
@@ -102,4 +103,32 @@ func forgetRemoved(old, next *state) {
 			}
 		}
 	}
+}
+
+// targetMetrics records a target's events: in its metrics, and its
+// passive-health breaker's changes in the gateway's log of them too (for
+// the dashboard), which forgets the target with its metrics once it left
+// the configuration.
+type targetMetrics struct {
+	*telemetry.Target
+	g   *Gateway
+	key targetKey
+}
+
+// newTargetMetrics returns the metrics of the target at url of the
+// upstream called up.
+func newTargetMetrics(g *Gateway, up, url string) targetMetrics {
+	return targetMetrics{Target: g.metrics.Target(up, url), g: g, key: targetKey{up, url}}
+}
+
+// BreakerTransition records a change of the target's breaker to state to.
+func (m targetMetrics) BreakerTransition(to breaker.State) {
+	m.Target.BreakerTransition(to)
+	m.g.targetLog.recordTo(m.key, to, m.g.clock.Now())
+}
+
+// Forget drops the target's metrics and its breaker's changes.
+func (m targetMetrics) Forget() {
+	m.Target.Forget()
+	m.g.targetLog.forget(m.key)
 }

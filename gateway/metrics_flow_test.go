@@ -83,7 +83,8 @@ sluice_hedge_budget_exhausted_total{route="r"} 1
 }
 
 // TestMetricsFallbackLevels checks, on both engines, that fallback answers
-// are counted by the level that gave them, and the last-good store's
+// are counted by the level that gave them, the fallback upstream's
+// attempts by its target's metrics, and the last-good store's
 // entries, bytes and evictions (max_entries 1: a second good answer evicts
 // the first).
 func TestMetricsFallbackLevels(t *testing.T) {
@@ -126,6 +127,13 @@ sluice_fallback_answers_total{level="upstream",route="r"} 1
 sluice_last_good_entries{route="r"} 1
 sluice_last_good_evictions_total{route="r"} 1
 `, "sluice_fallback_answers_total", "sluice_last_good_entries", "sluice_last_good_evictions_total")
+		// The backup's target counts its attempts: the one that answered,
+		// and the three it failed.
+		for class, want := range map[string]float64{"success": 1, "failure": 3} {
+			if n, _ := seriesValue(t, tg, "sluice_target_requests_total", "upstream", "backup", "class", class); n != want {
+				t.Errorf("the backup target's %s attempts: %v, want %v", class, n, want)
+			}
+		}
 		size, ok := seriesValue(t, tg, "sluice_last_good_bytes", "route", "r")
 		if want := tg.routeStatus(t, "r").LastGoodBytes; !ok || want == 0 || size != float64(want) {
 			t.Errorf("sluice_last_good_bytes %v (found %v), want %d as /status says", size, ok, want)

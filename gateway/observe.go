@@ -26,7 +26,8 @@ type observation struct {
 	// trace is the request's server span; nil when tracing is off. The
 	// spans of its attempts are theirs (see call).
 	trace *tracing.Request
-	// attempts counts the attempts begun; target is the last one's.
+	// attempts counts the attempts begun; target is the last one's (a
+	// hedged race's: the winner's, see exchange.race).
 	attempts int
 	target   *target
 	// bytesIn and bytesOut are the sizes of the request and response

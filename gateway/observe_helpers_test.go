@@ -32,7 +32,8 @@ func startObserved(t *testing.T, cfg *config.Config) (*testGateway, *logBuffer) 
 }
 
 // startObservedStep is startObserved with the fake clock moving step at a
-// time whenever something waits on it.
+// time whenever something waits on it; with step 0 it moves only when the
+// test advances it.
 func startObservedStep(t *testing.T, cfg *config.Config, step time.Duration) (*testGateway, *logBuffer) {
 	t.Helper()
 	checkLeaks(t)
@@ -56,7 +57,9 @@ func startObservedStep(t *testing.T, cfg *config.Config, step time.Duration) (*t
 		Clock: fc, Registry: reg, served: make(chan error, 1)}
 	go func() { tg.served <- g.Serve(ln) }()
 	t.Cleanup(func() { tg.stop(t) })
-	pumpClock(t, fc, step)
+	if step > 0 {
+		pumpClock(t, fc, step)
+	}
 	return tg, buf
 }
 

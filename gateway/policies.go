@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	grpccodes "google.golang.org/grpc/codes"
@@ -137,8 +136,8 @@ func buildPolicies(name string, pc *config.Policies, prev *routePolicies, st *st
 
 func buildRateLimit(name string, rl *config.RateLimit, prev *routePolicies, st *state) (*rateLimit, error) {
 	lim := ratelimit.Limit{Algorithm: ratelimit.Algorithm(rl.Algorithm), Limit: rl.Limit, Period: rl.Period.D(), Burst: rl.Burst}
-	r := &rateLimit{policy: policyHeader(name, lim), onError: st.cfg.Store.Redis.OnError, byRoute: rl.Key == "route", v6bits: rl.IPv6Prefix}
-	if h, ok := strings.CutPrefix(rl.Key, "header:"); ok {
+	r := &rateLimit{policy: policyHeader(name, lim), onError: st.cfg.Store.Redis.OnError, byRoute: rl.Key.Kind == config.SourceRoute, v6bits: rl.IPv6Prefix}
+	if h := rl.Key.Header; h != "" {
 		r.header, r.names = h, http1.CGINames(h)
 	}
 	if pr := prev.rate; pr != nil && pr.limiter != nil && prev.rateStore == st.store {

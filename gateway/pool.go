@@ -27,7 +27,7 @@ func newPool(name string, cfg *config.Upstream, tc *tls.Config, g *Gateway) (*po
 		Clock: g.clock,
 		Log:   g.log,
 		Metrics: func(url string) upstream.Metrics {
-			return g.metrics.Target(name, url)
+			return newTargetMetrics(g, name, url)
 		},
 	})
 	if err != nil {

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/sluicehq/sluice/concurrency"
 	"github.com/sluicehq/sluice/config"
@@ -26,9 +25,7 @@ func newPriorities(pc *config.Priority) *priorities {
 		return nil
 	}
 	p := &priorities{def: classNamed(pc.Default), values: map[string]concurrency.Priority{}}
-	if h, ok := strings.CutPrefix(pc.From, "header:"); ok {
-		p.header = h
-	}
+	p.header = pc.From.Header // "" unless the class is read from a header
 	for v, c := range pc.Values {
 		p.values[v] = classNamed(c)
 	}

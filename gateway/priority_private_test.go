@@ -15,9 +15,9 @@ import (
 // value through values, else the default; a route-level class reads no
 // header.
 func TestPriorityClass(t *testing.T) {
-	tiers := &config.Priority{From: "header:X-Tier", Default: "normal",
+	tiers := &config.Priority{From: config.Source{Kind: config.SourceHeader, Header: "X-Tier"}, Default: "normal",
 		Values: map[string]string{"gold": "critical", "free": "best_effort"}}
-	route := &config.Priority{From: "route", Default: "critical"}
+	route := &config.Priority{From: config.Source{Kind: config.SourceRoute}, Default: "critical"}
 	for _, tt := range []struct {
 		cfg    *config.Priority
 		header string // X-Tier's value; "" for none
@@ -54,7 +54,7 @@ func TestPriorityClass(t *testing.T) {
 // class. (The first value won: "gold" before a proxy's "free" was
 // critical.)
 func TestPriorityRepeatedHeader(t *testing.T) {
-	p := newPriorities(&config.Priority{From: "header:X-Tier", Default: "normal",
+	p := newPriorities(&config.Priority{From: config.Source{Kind: config.SourceHeader, Header: "X-Tier"}, Default: "normal",
 		Values: map[string]string{"gold": "critical", "free": "best_effort"}})
 	for _, tt := range []struct {
 		values []string

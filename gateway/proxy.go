@@ -437,10 +437,14 @@ type upstreamBody struct {
 	r    io.Reader
 	resp *fasthttp.Response
 	held bool // Close does nothing: the body outlives its response (see hold)
-	endHook
+	upstream.BodyEnd
 }
 
-func (b *upstreamBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.Took(n, err)
+	return n, err
+}
 
 func (b *upstreamBody) Close() error {
 	if b.held {
@@ -450,6 +454,6 @@ func (b *upstreamBody) Close() error {
 		releaseResponse(b.resp)
 		b.resp = nil
 	}
-	b.end()
+	b.End()
 	return nil
 }

@@ -28,7 +28,7 @@ func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *h
 	if rt == nil {
 		return false // the handler refuses it, with the reason
 	}
-	rt.inflight.Add(1)
+	rt.inflight.Add(1) // given back by finish
 	o := new(observation)
 	h := &ctx.Request.Header
 	o.begin(h.PeekBytes(hdrRequestID))
@@ -44,8 +44,7 @@ func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *h
 		reason, carry = g.serveStdWebSocket(sw, r, st, rt, o)
 	}
 	ctx.Response.SetStatusCode(sw.status(reason))
-	g.finish(ctx, rt, start, reason, o)
-	rt.inflight.Add(-1) // the request is answered; its WebSocket is not a request
+	g.finish(ctx, rt, start, reason, o) // the request is answered; its WebSocket is not a request
 	if carry != nil {
 		carry()
 	}

@@ -12,7 +12,7 @@ import (
 // oldest first, and a full log forgets the breaker whose last change is
 // the oldest to make room for a new one.
 func TestTransitionsBounded(t *testing.T) {
-	var log transitions
+	var log transitions[string]
 	at := time.Unix(0, 0)
 	states := []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen}
 	for i := range maxTransitions + 2 {
@@ -39,5 +39,25 @@ func TestTransitionsBounded(t *testing.T) {
 	if log.last("r") != nil || log.last("new") == nil || log.last("b1") == nil || len(log.byName) != maxTransitionBreakers {
 		t.Errorf("after a full log took a new breaker: r %v, new %v, b1 %v, %d breakers",
 			log.last("r"), log.last("new"), log.last("b1"), len(log.byName))
+	}
+}
+
+// TestTransitionsRecordTo: a change known by its new state alone comes
+// from the state the last one went to, closed for the first; a forgotten
+// breaker has none.
+func TestTransitionsRecordTo(t *testing.T) {
+	var log transitions[targetKey]
+	k, other := targetKey{"up", "http://a"}, targetKey{"other", "http://a"}
+	at := time.Unix(0, 0)
+	log.recordTo(k, breaker.Open, at)
+	log.recordTo(k, breaker.HalfOpen, at.Add(5*time.Second))
+	log.recordTo(other, breaker.Open, at)
+	got := log.last(k)
+	if len(got) != 2 || got[0].From != "closed" || got[0].To != "open" || got[1].From != "open" || got[1].To != "half-open" {
+		t.Fatalf("changes %+v, want closed → open → half-open", got)
+	}
+	log.forget(k)
+	if log.last(k) != nil || log.last(other) == nil {
+		t.Errorf("after forgetting %v: its changes %+v, the other's %+v", k, log.last(k), log.last(other))
 	}
 }

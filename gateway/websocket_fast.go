@@ -31,6 +31,9 @@ func isWebSocket(h *fasthttp.RequestHeader) bool {
 func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte, trusted bool, obs *observation) string {
 	h := &ctx.Request.Header
 	fwdHost, fwdProto := h.Host(), valueHTTP
+	if overTLS(ctx.Conn()) {
+		fwdProto = valueHTTPS
+	}
 	if trusted { // the client is a trusted proxy: its X-Forwarded-Host and -Proto stand
 		if v := http1.OneList(h.PeekAll("X-Forwarded-Host")); len(v) > 0 {
 			fwdHost = v

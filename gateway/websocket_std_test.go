@@ -25,9 +25,10 @@ func dialWSVia(t *testing.T, c *http.Client, url string) (*websocket.Conn, *http
 }
 
 // TestWebSocketOverTLS has WebSockets enter through the TLS listener
-// (HTTP/1.1 by ALPN, served by net/http): messages both ways, the upstream
-// told the client came over https, the rate limit at the handshake, and a
-// concurrency slot held while open and released on close.
+// (HTTP/1.1 by ALPN, served by the goroutine engine): messages both ways,
+// the upstream told the client came over https, the rate limit at the
+// handshake, and a concurrency slot held while open and released on
+// close.
 func TestWebSocketOverTLS(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)

@@ -22,6 +22,8 @@
 #   TRACING=1 scripts/loadtest.sh         # also sluice tracing at sample 0.01 and at 1.0, interleaved
 #   TLS=0 scripts/loadtest.sh      # without the TLS rounds
 #   H2CEILING=1 scripts/loadtest.sh       # also HTTP/2 rounds beside net/http's own ceilings
+#   ONLY=tls scripts/loadtest.sh   # the TLS rounds alone (no plaintext ones)
+#   H2=0 scripts/loadtest.sh       # the TLS rounds without HTTP/2 (h2load)
 #
 # Then, unless TLS=0, nginx and sluice (the default engine's gateway) each
 # terminate TLS with the same certificate (a self-signed ECDSA P-256 one,
@@ -33,8 +35,9 @@
 # column is the mean).
 #
 # With BASELINE, sluice as built from that git revision runs beside the
-# working tree's, on the same configuration, in every round: a change's
-# cost is its paired ratio to the baseline, whatever the machine does.
+# working tree's, on the same configuration, in every round (the TLS ones
+# too, on a TLS listener of its own): a change's cost is its paired ratio
+# to the baseline, whatever the machine does.
 #
 # With DASHBOARD=1, the same sluice gateway is measured a second time in
 # every round with a viewer of its dashboard attached (the page's event
@@ -59,6 +62,8 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-64}
 RATE=${RATE:-10000}
 TLS=${TLS:-1}
+ONLY=${ONLY:-}
+H2=${H2:-1}
 STREAMS=${STREAMS:-8}
 for bin in wrk nginx openssl h2load; do
 	if ! command -v $bin >/dev/null; then
@@ -81,7 +86,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_port); FH=$(free_port); GN=$(free_port)
 SLG=$(free_port); ADMG=$(free_port); SLB=$(free_port); ADMB=$(free_port)
 SLT1=$(free_port); ADMT1=$(free_port); SLT100=$(free_port); ADMT100=$(free_port); OTLP=$(free_port)
-NGXS=$(free_port); SLS=$(free_port)
+NGXS=$(free_port); SLS=$(free_port); SLBS=$(free_port)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
 	-addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
@@ -149,8 +154,8 @@ if [ -n "${BASELINE:-}" ]; then
 	git worktree add -q --detach "$work/baseline" "$BASELINE"
 	(cd "$work/baseline" && go build -o "$work/sluice-baseline" ./cmd/sluice)
 	git worktree remove --force "$work/baseline"
-	sed -e "s/^listen: .*/listen: 127.0.0.1:$SLB/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMB}/" -e "/^tls: /d" \
-		"$work/sluice.yaml" >"$work/sluice-baseline.yaml"
+	sed -e "s/^listen: .*/listen: 127.0.0.1:$SLB/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMB}/" \
+		-e "s/^tls: {listen: 127.0.0.1:$SLS,/tls: {listen: 127.0.0.1:$SLBS,/" "$work/sluice.yaml" >"$work/sluice-baseline.yaml"
 fi
 (cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate && go build -o "$work/otlpsink" ./cmd/otlpsink)
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
@@ -208,6 +213,7 @@ viewing() {
 results="$work/results"
 # Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
+	[ "$ONLY" = tls ] && break
 	for name in $names; do
 		out=$(viewing "$name" wrk -t1 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$(port_of "$name")/")
 		r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
@@ -217,6 +223,7 @@ for round in $(seq "$ROUNDS"); do
 done
 # Latency at a fixed rate every proxy can carry (open loop).
 for round in $(seq "$ROUNDS"); do
+	[ "$ONLY" = tls ] && break
 	for name in $names; do
 		out=$(viewing "$name" "$work/fixedrate" -url "http://127.0.0.1:$(port_of "$name")/" -rate "$RATE" -duration "$DURATION" -conns "$CONNS")
 		r=$(echo "$out" | awk '{print $2}' | tr -d /s)
@@ -226,18 +233,19 @@ for round in $(seq "$ROUNDS"); do
 done
 # TLS: the same certificate and upstream behind nginx and sluice.
 if [ "$TLS" != 0 ]; then
-	tls_port() { case $1 in nginx) echo "$NGXS" ;; sluice) echo "$SLS" ;; esac; }
-	for port in $NGXS $SLS; do
+	tls_port() { case $1 in nginx) echo "$NGXS" ;; sluice) echo "$SLS" ;; sluice-baseline) echo "$SLBS" ;; esac; }
+	for port in $NGXS $SLS ${BASELINE:+$SLBS}; do
 		for _ in $(seq 50); do curl -fsk -o /dev/null "https://127.0.0.1:$port/" && break; sleep 0.1; done
 	done
 	for round in $(seq "$ROUNDS"); do
-		for name in nginx sluice; do
+		for name in nginx sluice ${BASELINE:+sluice-baseline}; do
 			out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "https://127.0.0.1:$(tls_port "$name")/")
 			r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
 			p=$(echo "$out" | awk '$1=="99%" {print $2}')
 			echo "https $name $r $p" | tee -a "$results" >&2
+			[ "$H2" = 0 ] && continue
 			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "https://127.0.0.1:$(tls_port "$name")/")
-			if ! echo "$out" | grep -q "succeeded, 0 errored"; then
+			if ! echo "$out" | grep -q " 0 failed, 0 errored"; then
 				echo "$out" | grep -E "requests:|status codes:" >&2
 			fi
 			r=$(echo "$out" | awk '/^finished in/ {print $4}')

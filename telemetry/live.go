@@ -19,7 +19,8 @@ type Live struct {
 // RouteState is the current state of one route and of its policies.
 type RouteState struct {
 	Name string
-	// InFlight is how many of the route's requests are being served.
+	// InFlight is how many of the route's requests are being served (until
+	// their response has been sent, a streamed body included).
 	InFlight int64
 	// Breaker is the state of the route's circuit breaker, when
 	// HasBreaker is true (the route has one).
@@ -63,7 +64,8 @@ type TargetState struct {
 	Healthy bool
 	// Breaker is the state of its passive-health breaker.
 	Breaker breaker.State
-	// InFlight is how many attempts are being sent to it.
+	// InFlight is how many attempts are being sent to it, and answers
+	// whose body streams from it.
 	InFlight int64
 }
 
@@ -101,7 +103,7 @@ func newLiveCollector() *liveCollector {
 	route, target := []string{"route"}, []string{"upstream", "target"}
 	return &liveCollector{
 		routeInFlight: prometheus.NewDesc("sluice_route_in_flight_requests",
-			"Requests a route is serving now, queued ones included, until their response is handed over (a body streaming from a target is not counted).", route, nil),
+			"Requests a route is serving now, queued ones included, until their response has been sent (a body streaming from a target included).", route, nil),
 		breakerState: prometheus.NewDesc("sluice_breaker_state",
 			"State of a route's circuit breaker as a state set: 1 for its current state, 0 for the others.", []string{"route", "state"}, nil),
 		concLimit: prometheus.NewDesc("sluice_concurrency_limit",
@@ -117,7 +119,7 @@ func newLiveCollector() *liveCollector {
 		targetBreaker: prometheus.NewDesc("sluice_target_breaker_state",
 			"State of an upstream target's passive-health breaker as a state set: 1 for its current state, 0 for the others.", []string{"upstream", "target", "state"}, nil),
 		targetInFlight: prometheus.NewDesc("sluice_target_in_flight_requests",
-			"Attempts being sent to an upstream target now.", target, nil),
+			"Attempts being sent to an upstream target now, and answers whose body streams from it now.", target, nil),
 		flow: newFlowDescs(),
 	}
 }

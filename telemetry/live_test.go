@@ -52,7 +52,7 @@ sluice_retries_total{route="infer"} 5
 # HELP sluice_retry_budget_exhausted_total Retries a route's retry budget refused, by route.
 # TYPE sluice_retry_budget_exhausted_total counter
 sluice_retry_budget_exhausted_total{route="infer"} 1
-# HELP sluice_route_in_flight_requests Requests a route is serving now, queued ones included, until their response is handed over (a body streaming from a target is not counted).
+# HELP sluice_route_in_flight_requests Requests a route is serving now, queued ones included, until their response has been sent (a body streaming from a target included).
 # TYPE sluice_route_in_flight_requests gauge
 sluice_route_in_flight_requests{route="infer"} 3
 # HELP sluice_target_breaker_state State of an upstream target's passive-health breaker as a state set: 1 for its current state, 0 for the others.
@@ -65,7 +65,7 @@ sluice_target_breaker_state{state="open",target="http://127.0.0.1:8080",upstream
 # HELP sluice_target_healthy 1 when an upstream target passes its active health check (or has none), else 0.
 # TYPE sluice_target_healthy gauge
 sluice_target_healthy{target="http://127.0.0.1:8080",upstream="models"} 1
-# HELP sluice_target_in_flight_requests Attempts being sent to an upstream target now.
+# HELP sluice_target_in_flight_requests Attempts being sent to an upstream target now, and answers whose body streams from it now.
 # TYPE sluice_target_in_flight_requests gauge
 sluice_target_in_flight_requests{target="http://127.0.0.1:8080",upstream="models"} 1
 `
@@ -83,7 +83,7 @@ sluice_breaker_state{route="chat",state="disabled"} 0
 sluice_breaker_state{route="chat",state="forced-open"} 0
 sluice_breaker_state{route="chat",state="half-open"} 0
 sluice_breaker_state{route="chat",state="open"} 0
-# HELP sluice_route_in_flight_requests Requests a route is serving now, queued ones included, until their response is handed over (a body streaming from a target is not counted).
+# HELP sluice_route_in_flight_requests Requests a route is serving now, queued ones included, until their response has been sent (a body streaming from a target included).
 # TYPE sluice_route_in_flight_requests gauge
 sluice_route_in_flight_requests{route="chat"} 0
 sluice_route_in_flight_requests{route="infer"} 0

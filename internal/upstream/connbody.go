@@ -17,8 +17,9 @@ const maxTrailer = 8 << 10
 // known length, chunked, or up to the connection's end (the connection
 // cannot serve again). The connection goes back to its pool when the body
 // was read to its end (and a chunked body's trailer after it), and is
-// closed otherwise. Read and Close must not be called concurrently (the
-// server reads, then closes).
+// closed otherwise. Its BodyEnd counts what its reader took and runs a
+// function when it is closed (not held). Read and Close must not be called
+// concurrently (the server reads, then closes).
 type ConnBody struct {
 	br      *bufio.Reader
 	left    int64 // bytes to go; negative: chunked or up to the end
@@ -36,9 +37,8 @@ type ConnBody struct {
 	trip   Trip
 	client net.Conn
 	send   time.Duration
-	held   bool   // Close does nothing: the body outlives its response
-	atEnd  func() // run once when the body ends; nil once run
-	ended  bool
+	held   bool // Close does nothing: the body outlives its response
+	BodyEnd
 }
 
 // NewConnBody returns a body of cl bytes (-1: chunked; -2: up to the
@@ -69,22 +69,12 @@ func (b *ConnBody) Pace(c net.Conn, d time.Duration) { b.client, b.send = c, d }
 // nothing.
 func (b *ConnBody) Hold(held bool) { b.held = held }
 
-// AtEnd makes f run once when b ends (Close, not held), or now if it has
-// ended already. It must be called on the goroutine that reads and closes
-// b, or before.
-func (b *ConnBody) AtEnd(f func()) {
-	if b.ended {
-		f()
-		return
-	}
-	b.atEnd = f
-}
-
 func (b *ConnBody) Read(p []byte) (int, error) {
 	if b.conn != nil && b.trip.Wait > 0 {
 		_ = b.conn.SetReadDeadline(b.trip.waitUntil(time.Now()))
 	}
 	n, err := b.read(p)
+	b.Took(n, err)
 	if n > 0 && b.client != nil && b.send > 0 {
 		dl := time.Now().Add(b.send)
 		if !b.trip.Deadline.IsZero() && b.trip.Deadline.Before(dl) {
@@ -130,8 +120,8 @@ func (b *ConnBody) read(p []byte) (int, error) {
 }
 
 // Close gives the connection back (or closes it, when the body was not
-// read to its end) and runs the function given to AtEnd; it does nothing
-// while b is held. It always returns nil.
+// read to its end) and ends its BodyEnd; it does nothing while b is
+// held. It always returns nil.
 func (b *ConnBody) Close() error {
 	if b.held {
 		return nil
@@ -140,11 +130,7 @@ func (b *ConnBody) Close() error {
 		b.done(b.keep && b.clean)
 		b.done = nil
 	}
-	b.ended = true
-	if f := b.atEnd; f != nil {
-		b.atEnd = nil
-		f()
-	}
+	b.End()
 	return nil
 }
 

@@ -168,12 +168,13 @@ func (s *stallTimer) disarm() {
 }
 
 // h2Body is the body of a response from an HTTP/2 target: each read is
-// bounded by the stall timer, and Close ends the stream (and frees what
-// the exchange holds).
+// bounded by the stall timer and counted by its BodyEnd, and Close ends
+// the stream (and frees what the exchange holds) and its BodyEnd.
 type h2Body struct {
 	body   io.ReadCloser
 	stall  *stallTimer
 	cancel context.CancelFunc
+	BodyEnd
 }
 
 func (b *h2Body) Read(p []byte) (int, error) {
@@ -181,6 +182,7 @@ func (b *h2Body) Read(p []byte) (int, error) {
 		b.stall.arm(b.stall.wait)
 	}
 	n, err := b.body.Read(p)
+	b.Took(n, err)
 	b.stall.disarm()
 	if err != nil && err != io.EOF && b.stall.fired.Load() {
 		err = fasthttp.ErrTimeout
@@ -192,6 +194,7 @@ func (b *h2Body) Close() error {
 	b.stall.disarm()
 	err := b.body.Close()
 	b.cancel()
+	b.End()
 	return err
 }
 

@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"crypto/tls"
+	"errors"
+	"os"
+)
+
+// tlsConn is a connection of the TLS listener that the goroutine engine
+// serves (HTTP/1.1): fasthttp finds it TLS (it has ConnectionState), and
+// the handler too (overTLS). Its socket cannot be peeked at for a client
+// that leaves, as a plaintext one is (the bytes there are records, and a
+// client that closes sends one first), so its watch reads instead
+// (waitLeft), keeping a byte that comes for the next Read. Only the
+// goroutine that serves the connection reads it, or the watch while that
+// goroutine waits for it (see clientWatch).
+type tlsConn struct {
+	*tls.Conn
+	ahead  [1]byte
+	hasOne bool // ahead holds a byte read by waitLeft
+}
+
+func (c *tlsConn) Read(p []byte) (int, error) {
+	if c.hasOne && len(p) > 0 {
+		p[0], c.hasOne = c.ahead[0], false
+		return 1, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// waitLeft reads from the connection until a byte comes (kept for Read:
+// a pipelined request), the connection ends or breaks, or its read
+// deadline passes. It reports whether the client left: the connection
+// ended or broke.
+func (c *tlsConn) waitLeft() bool {
+	if c.hasOne {
+		return false
+	}
+	n, err := c.Conn.Read(c.ahead[:])
+	if n > 0 {
+		c.hasOne = true
+		return false
+	}
+	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+}

@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// tlsMux serves the TLS listeners: it accepts their connections, runs each
+// one's handshake on a goroutine of its own, and gives the connection to
+// the engine of the protocol the client's ALPN chose: HTTP/2 to the
+// HTTP/2 engine (net/http, which serves it through its TLSNextProto), and
+// HTTP/1.1, or no ALPN, to the goroutine engine (fasthttp), which serves
+// it as it serves a plaintext connection, on either server.engine (the
+// loops do no TLS). A handshake must end within
+// server.read_header_timeout, so that a client that starts one and stalls
+// holds nothing for long; its certificates and minimum version are those
+// of the configuration in force when it starts.
+type tlsMux struct {
+	g   *Gateway
+	cfg *tls.Config      // asks the gateway's state at each handshake
+	h1  *handoffListener // the goroutine engine's (*tlsConn)
+	h2  *handoffListener // the HTTP/2 engine's (*tls.Conn)
+	ctx context.Context  // ends at shutdown, and the handshakes with it
+	end context.CancelFunc
+
+	mu      sync.Mutex // protects lns, started and closed
+	lns     []net.Listener
+	started bool // the engines serve h1 and h2
+	closed  bool
+
+	handshakes sync.WaitGroup
+	serving    sync.WaitGroup // the engines' Serve on h1 and h2
+}
+
+func newTLSMux(g *Gateway) *tlsMux {
+	m := &tlsMux{g: g, h1: newHandoffListener(tlsAddr{}), h2: newHandoffListener(tlsAddr{})}
+	m.ctx, m.end = context.WithCancel(context.Background())
+	m.cfg = &tls.Config{
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			if c := g.state.Load().tls; c != nil {
+				return c, nil
+			}
+			return nil, errNoTLS
+		},
+	}
+	return m
+}
+
+var errNoTLS = errors.New("the configuration has no tls section")
+
+// serve accepts connections on ln, a TCP listener, until shutdown, and
+// returns nil then.
+func (m *tlsMux) serve(ln net.Listener) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	m.lns = append(m.lns, ln)
+	if !m.started {
+		m.started = true
+		m.serving.Add(2)
+		go func() {
+			defer m.serving.Done()
+			if err := m.g.server.Serve(m.h1); err != nil {
+				m.g.log.Error("serving HTTP/1.1 over TLS", "error", err)
+			}
+		}()
+		go func() {
+			defer m.serving.Done()
+			if err := m.g.h2.serve(m.h2); err != nil {
+				m.g.log.Error("serving HTTP/2 over TLS", "error", err)
+			}
+		}()
+	}
+	m.mu.Unlock()
+	var pause time.Duration // after an error that may pass, as net/http's Serve
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if m.closing() {
+				return nil
+			}
+			if !temporary(err) {
+				return err
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			m.g.log.Warn("accepting a TLS connection", "error", err, "retry_in", pause)
+			select {
+			case <-time.After(pause):
+			case <-m.ctx.Done():
+			}
+			continue
+		}
+		pause = 0
+		m.handshakes.Add(1)
+		go m.handshake(c)
+	}
+}
+
+// temporary reports whether err, from Accept, may pass (too many open
+// files, say), as net/http's Serve takes it.
+func temporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+func (m *tlsMux) closing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// handshake runs c's handshake and hands the connection over, or closes
+// it when the handshake fails, takes longer than
+// server.read_header_timeout, or shutdown begins.
+func (m *tlsMux) handshake(c net.Conn) {
+	defer m.handshakes.Done()
+	tc := tls.Server(c, m.cfg)
+	if d := m.g.state.Load().cfg.Server.ReadHeaderTimeout.D(); d > 0 {
+		_ = c.SetDeadline(time.Now().Add(d))
+	}
+	if err := tc.HandshakeContext(m.ctx); err != nil {
+		m.g.log.Debug("TLS handshake failed", "remote", c.RemoteAddr().String(), "error", err)
+		_ = c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{}) // each engine sets its own
+	if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		m.h2.deliver(tc)
+		return
+	}
+	m.h1.deliver(&tlsConn{Conn: tc})
+}
+
+// stop stops accepting and ends the handshakes in progress.
+func (m *tlsMux) stop() {
+	m.mu.Lock()
+	m.closed = true
+	lns := m.lns
+	m.mu.Unlock()
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	m.end()
+}
+
+// wait, after stop and once the engines are shut down, waits for the
+// handshakes to end, closes the connections handed over that no engine
+// took, and waits for the engines' Serve to return.
+func (m *tlsMux) wait() {
+	m.handshakes.Wait()
+	_ = m.h1.Close()
+	_ = m.h2.Close()
+	m.serving.Wait()
+}
+
+// tlsAddr is the address of the listeners of connections a TLS listener
+// hands over.
+type tlsAddr struct{}
+
+func (tlsAddr) Network() string { return "tls" }
+func (tlsAddr) String() string  { return "handed over" }
