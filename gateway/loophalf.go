@@ -14,15 +14,17 @@ import "time"
 // halfLeft). The
 // requests that came after it go to the goroutine engine, which answers
 // them and closes. It reports whether it took the connection: not when
-// there is nothing to answer, nor when responses wait unsent (gnet sends
-// what the socket takes of them and drops the rest).
+// there is nothing to answer (no request came after the last response, or
+// that response closes the connection: the requests after it are never
+// served, RFC 9112 section 9.6), nor when responses wait unsent (gnet
+// sends what the socket takes of them and drops the rest).
 func (cc *clientConn) halfClose() bool {
 	c := cc.c
 	now := time.Now()
 	switch {
 	case c.OutboundBuffered() > 0,
 		cc.state == stateGone,
-		cc.state == stateIdle && c.InboundBuffered() == 0,
+		cc.state == stateIdle && (cc.closeNext || c.InboundBuffered() == 0),
 		cc.state == stateBusy && now.Sub(cc.start) >= watchDelay:
 		return false
 	}

@@ -155,7 +155,7 @@ func TestBatchIsAppliedInOrder(t *testing.T) {
 
 				got := make([]ratelimit.Decision, len(results))
 				for i, c := range results {
-					r := <-c
+					r := receive(t, c, fmt.Sprintf("decision of request %d", i))
 					if r.err != nil {
 						t.Fatalf("request %d: %v", i, r.err)
 					}
@@ -234,8 +234,8 @@ func TestBatchIsBounded(t *testing.T) {
 	p.srv.Resume()
 
 	admitted := 0
-	for _, c := range results {
-		r := <-c
+	for i, c := range results {
+		r := receive(t, c, fmt.Sprintf("decision of request %d", i))
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
@@ -265,15 +265,15 @@ func TestQueuedCallerCancelled(t *testing.T) {
 	cancelled := p.queue(ctx, "cancel", l, 5)
 	kept := p.queue(context.Background(), "cancel", l, 2)
 	cancel()
-	if r := <-cancelled; !errors.Is(r.err, context.Canceled) {
+	if r := receive(t, cancelled, "answer to the cancelled request"); !errors.Is(r.err, context.Canceled) {
 		t.Errorf("cancelled request: %+v, %v; want context.Canceled", r.d, r.err)
 	}
 	p.srv.Resume()
 
-	if r := <-first; r.err != nil || !r.d.Allowed || r.d.Remaining != 9 {
+	if r := receive(t, first, "decision of the first request"); r.err != nil || !r.d.Allowed || r.d.Remaining != 9 {
 		t.Errorf("first request: %+v, %v; want allowed, 9 remaining", r.d, r.err)
 	}
-	if r := <-kept; r.err != nil || !r.d.Allowed || r.d.Remaining != 7 {
+	if r := receive(t, kept, "decision of the request queued after the cancelled one"); r.err != nil || !r.d.Allowed || r.d.Remaining != 7 {
 		t.Errorf("request queued after the cancelled one: %+v, %v; want allowed, 7 remaining", r.d, r.err)
 	}
 	if n := p.scriptCalls() - calls; n != 2 {
@@ -310,7 +310,7 @@ func TestBatchFailure(t *testing.T) {
 		batch = append(batch, p.queue(context.Background(), "fail", l, 1))
 	}
 	fake.Advance(DefaultTimeout) // the first call runs out; the batch goes
-	if r := <-first; r.err != nil || r.d.Allowed {
+	if r := receive(t, first, "decision of the first request"); r.err != nil || r.d.Allowed {
 		t.Errorf("first request: %+v, %v; want rejected", r.d, r.err)
 	}
 	if err := fake.BlockUntil(wait, 1); err != nil { // the batch is under way
@@ -318,12 +318,12 @@ func TestBatchFailure(t *testing.T) {
 	}
 	fake.Advance(DefaultTimeout)
 	for i, c := range batch {
-		if r := <-c; r.err != nil || r.d.Allowed || r.d.RetryAfter != DefaultOpenDuration {
+		if r := receive(t, c, fmt.Sprintf("decision of request %d of the batch", i)); r.err != nil || r.d.Allowed || r.d.RetryAfter != DefaultOpenDuration {
 			t.Errorf("request %d of the batch: %+v, %v; want rejected, retry after %v", i, r.d, r.err, DefaultOpenDuration)
 		}
 	}
 	for range 2 {
-		if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+		if err := receive(t, errs, "error reported to OnRedisError"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("OnRedisError got %v, want a deadline error", err)
 		}
 	}
@@ -341,15 +341,25 @@ func TestBatchFailure(t *testing.T) {
 // (a reusable one when the caller's context cannot be cancelled); a hung
 // Redis is given up on after Timeout, with either kind of context, and the
 // store decides with Redis again once it answers.
+//
+// The circuit is not under test, and never opens: on a loaded machine calls
+// that run out one after another would open it, and the store would then
+// decide without Redis, reporting no error, for OpenDuration.
 func TestTimeoutOnTheRealClock(t *testing.T) {
 	srv := redistest.StartServer(t)
 	errs := make(chan error, 10)
 	s := newStore(t, Options{
-		Timeout:      20 * time.Millisecond,
-		OnError:      FailClosed,
-		OnRedisError: func(err error) { errs <- err },
+		Timeout:          20 * time.Millisecond,
+		OnError:          FailClosed,
+		FailureThreshold: 1 << 30,
+		OnRedisError:     func(err error) { errs <- err },
 	}, srv.Addr)
 	l := ratelimit.Limit{Algorithm: ratelimit.SlidingLog, Limit: 10, Period: time.Hour}
+	// failed returns the error reported for a call Redis did not decide.
+	failed := func() error {
+		t.Helper()
+		return receive(t, errs, "error reported to OnRedisError for a call Redis did not decide")
+	}
 	// decided returns the first decision Redis makes (allowed: failing
 	// closed, only Redis allows), for a loaded machine may take longer than
 	// the Timeout; attempts are bounded.
@@ -359,7 +369,7 @@ func TestTimeoutOnTheRealClock(t *testing.T) {
 			if d := allow(t, s, "real", l, 1); d.Allowed {
 				return d
 			}
-			<-errs
+			failed()
 		}
 		t.Fatal("Redis never decided in 50 attempts")
 		return ratelimit.Decision{}
@@ -367,14 +377,20 @@ func TestTimeoutOnTheRealClock(t *testing.T) {
 	first := decided()
 
 	srv.Pause()
+	defer srv.Resume()
 	cancellable, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, ctx := range []context.Context{context.Background(), cancellable, context.Background()} {
-		d, err := s.AllowN(ctx, "real", l, 1)
-		if err != nil || d.Allowed {
-			t.Errorf("hung Redis: %+v, %v; want rejected", d, err)
+		done := make(chan result, 1)
+		go func() {
+			d, err := s.AllowN(ctx, "real", l, 1)
+			done <- result{d, err}
+		}()
+		r := receive(t, done, "decision of a call to the hung Redis")
+		if r.err != nil || r.d.Allowed {
+			t.Errorf("hung Redis: %+v, %v; want rejected", r.d, r.err)
 		}
-		if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+		if err := failed(); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("OnRedisError got %v, want a deadline error", err)
 		}
 	}

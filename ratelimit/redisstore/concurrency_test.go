@@ -55,7 +55,7 @@ func TestConcurrentReplicasAdmitExactlyTheLimit(t *testing.T) {
 					}()
 				}
 			}
-			wg.Wait()
+			waitGroup(t, &wg, time.Minute, "the callers")
 			after := redisNow(t, probe)
 			if n := errs.Load(); n > 0 {
 				t.Fatalf("%d errors", n)

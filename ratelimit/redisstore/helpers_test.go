@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,6 +32,46 @@ var allAlgorithms = []struct {
 // the real clock: with the default Timeout (50ms) a loaded machine can make
 // a call run out, and the call is then decided as OnError says instead.
 var live = Options{Timeout: 10 * time.Second}
+
+// waitLimit bounds each wait of a test for an answer from another
+// goroutine (a decision, an error reported to OnRedisError): one that does
+// not come fails the test, saying what it waited for, instead of hanging
+// it until the test binary's timeout.
+const waitLimit = 10 * time.Second
+
+// receive returns the next value sent on c, and fails the test when none
+// comes within waitLimit; what says what the value is.
+func receive[T any](t testing.TB, c <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(waitLimit)
+	defer timer.Stop()
+	select {
+	case v := <-c:
+		return v
+	case <-timer.C:
+		t.Fatalf("no %s within %v", what, waitLimit)
+		var zero T
+		return zero
+	}
+}
+
+// waitGroup waits for wg, and fails the test when it is not done within
+// limit; what says what wg waits for.
+func waitGroup(t testing.TB, wg *sync.WaitGroup, limit time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.Fatalf("%s: not done within %v", what, limit)
+	}
+}
 
 // newClient returns a rueidis client for addrs, closed when the test ends.
 func newClient(t testing.TB, addrs ...string) rueidis.Client {

@@ -101,10 +101,10 @@ func testOutage(t *testing.T, mode ErrorMode) {
 			}
 		}()
 	}
-	ready.Wait()
+	waitGroup(t, &ready, time.Minute, "the workers' decisions with Redis up")
 	srv.Stop()
 	killed.Store(true)
-	done.Wait()
+	waitGroup(t, &done, time.Minute, "the workers' decisions during the outage")
 
 	if n := errs.Load(); n > 0 {
 		t.Fatalf("%d calls returned an error", n)
@@ -215,7 +215,7 @@ func TestTimeoutOpensCircuit(t *testing.T) {
 	allow(t, s, "hung", l, 1) // connected, script loaded
 
 	srv.Pause()
-	decided := make(chan ratelimit.Decision)
+	decided := make(chan ratelimit.Decision, 1)
 	go func() {
 		d, err := s.AllowN(context.Background(), "hung", l, 1)
 		if err != nil {
@@ -229,10 +229,10 @@ func TestTimeoutOpensCircuit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake.Advance(timeout)
-	if d := <-decided; d.Allowed || d.RetryAfter != openFor {
+	if d := receive(t, decided, "decision of the timed-out call"); d.Allowed || d.RetryAfter != openFor {
 		t.Errorf("timed-out call: %+v, want rejected, retry after %v", d, openFor)
 	}
-	if err := <-redisErrs; !errors.Is(err, context.DeadlineExceeded) {
+	if err := receive(t, redisErrs, "error reported to OnRedisError"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("OnRedisError got %v, want a deadline error", err)
 	}
 	if !s.CircuitOpen() {
@@ -296,7 +296,7 @@ func TestCallerCancelIsNotAFailure(t *testing.T) {
 	srv.Pause()
 	defer srv.Resume()
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error)
+	errc := make(chan error, 1)
 	go func() {
 		_, err := s.AllowN(ctx, "slow", l, 1)
 		errc <- err
@@ -307,7 +307,7 @@ func TestCallerCancelIsNotAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if err := receive(t, errc, "answer to the cancelled call"); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 	if s.CircuitOpen() || redisErrors.Load() != 0 {

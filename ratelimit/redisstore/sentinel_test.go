@@ -124,7 +124,7 @@ func TestSentinelFailover(t *testing.T) {
 	old := d.Master()
 	promoted := d.Failover()
 	close(stop)
-	wg.Wait()
+	waitGroup(t, &wg, waitLimit, "the worker's last decision") // one call, bounded by Timeout
 	if err := workerErr.Load(); err != nil {
 		t.Fatalf("AllowN during the failover: %v", err)
 	}
