@@ -50,24 +50,9 @@ func TestWebSocketHijackFails(t *testing.T) {
 		var once sync.Once
 		free := func() { once.Do(func() { close(release) }) }
 		t.Cleanup(free) // before up.Close, which waits for the handler
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
-		c, err := net.DialTimeout("tcp", tg.Addr, waitLimit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_, err = io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"+
+		_, c := pipelined(t, engine, up.URL, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"+
 			"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 			"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-		if err != nil {
-			t.Fatal(err)
-		}
 		select {
 		case <-arrived:
 		case <-time.After(waitLimit):
@@ -127,22 +112,7 @@ func TestHTTP10StreamHijackFails(t *testing.T) {
 		var once sync.Once
 		free := func() { once.Do(func() { close(release) }) }
 		t.Cleanup(func() { free(); close(done) }) // before up.Close, which waits for the handler
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
-		c, err := net.DialTimeout("tcp", tg.Addr, waitLimit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_, err = io.WriteString(c, "GET /a HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\nGET /stream HTTP/1.0\r\nHost: x\r\n\r\n")
-		if err != nil {
-			t.Fatal(err)
-		}
+		tg, c := pipelined(t, engine, up.URL, "GET /a HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\nGET /stream HTTP/1.0\r\nHost: x\r\n\r\n")
 		select {
 		case <-arrived:
 		case <-time.After(waitLimit):
@@ -163,4 +133,27 @@ routes:
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+// pipelined starts a gateway on engine with one route to the target at
+// url, and sends it requests on one connection, which it returns (closed
+// when the test ends).
+func pipelined(t *testing.T, engine, url, requests string) (*testGateway, net.Conn) {
+	t.Helper()
+	tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, url))
+	c, err := net.DialTimeout("tcp", tg.Addr, waitLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, requests); err != nil {
+		t.Fatal(err)
+	}
+	return tg, c
 }
