@@ -104,6 +104,9 @@ type Gateway struct {
 	exchanges sync.Pool
 	// tunnels are the open WebSocket connections (websocket.go).
 	tunnels tunnels
+	// hijacks are the goroutine engine's connections being taken over
+	// (hijack.go).
+	hijacks hijacks
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
@@ -156,6 +159,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		NoDefaultContentType:         true,
 		LazyRequestTime:              true, // the gateway times requests itself
 		CloseOnShutdown:              true,
+		ConnState:                    g.hijacks.connState,
 		Logger:                       fasthttpLogger{g.log},
 	}
 	return g, nil

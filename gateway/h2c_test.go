@@ -22,40 +22,10 @@ func TestH2CUpgrade(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", nil)
 		tg := gatewayTo(t, engine, up.addr())
-		c, err := net.DialTimeout("tcp", tg.Addr, waitLimit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(waitLimit))
-		_, err = c.Write([]byte("GET /first HTTP/1.1\r\nHost: example.test\r\nConnection: Upgrade, HTTP2-Settings\r\n" +
-			"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusSwitchingProtocols || !strings.EqualFold(resp.Header.Get("Upgrade"), "h2c") {
-			t.Fatalf("answer to the upgrade: %d %v", resp.StatusCode, resp.Header)
-		}
-		fr := http2.NewFramer(c, br)
-		if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
-			t.Fatal(err)
-		}
-		if err := fr.WriteSettings(); err != nil {
-			t.Fatal(err)
-		}
-		var status string
-		dec := hpack.NewDecoder(4096, func(f hpack.HeaderField) {
-			if f.Name == ":status" {
-				status = f.Value
-			}
-		})
-		if body := readStream(t, fr, dec, 1); status != "200" || body != "up /first" {
-			t.Errorf("upgraded request: %s %q", status, body)
+		fr, dec, status := upgradeH2C(t, tg.Addr, "GET /first HTTP/1.1\r\nHost: example.test\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
+			"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n")
+		if body := readStream(t, fr, dec, 1); *status != "200" || body != "up /first" {
+			t.Errorf("upgraded request: %s %q", *status, body)
 		}
 		var hb bytes.Buffer
 		enc := hpack.NewEncoder(&hb)
@@ -65,11 +35,50 @@ func TestH2CUpgrade(t *testing.T) {
 		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
 			t.Fatal(err)
 		}
-		status = ""
-		if body := readStream(t, fr, dec, 3); status != "200" || body != "up /second" {
-			t.Errorf("second request: %s %q", status, body)
+		*status = ""
+		if body := readStream(t, fr, dec, 3); *status != "200" || body != "up /second" {
+			t.Errorf("second request: %s %q", *status, body)
 		}
 	})
+}
+
+// upgradeH2C sends request, which asks to upgrade to h2c, to the gateway
+// at addr, checks its 101 and starts HTTP/2 on the connection (closed when
+// the test ends): it returns the connection's framer and decoder, and
+// where the decoder puts each response's status.
+func upgradeH2C(t *testing.T, addr, request string) (*http2.Framer, *hpack.Decoder, *string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, waitLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(waitLimit))
+	if _, err := c.Write([]byte(request)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols || !strings.EqualFold(resp.Header.Get("Upgrade"), "h2c") {
+		t.Fatalf("answer to the upgrade: %d %v", resp.StatusCode, resp.Header)
+	}
+	fr := http2.NewFramer(c, br)
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	status := new(string)
+	dec := hpack.NewDecoder(4096, func(f hpack.HeaderField) {
+		if f.Name == ":status" {
+			*status = f.Value
+		}
+	})
+	return fr, dec, status
 }
 
 // readStream reads frames until stream id ends, answering the server's

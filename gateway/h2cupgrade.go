@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +50,12 @@ func (e *h2Engine) handler(cfg *config.Config) http.Handler {
 	e.up.hooks = &http.Server{}
 	_ = http2.ConfigureServer(e.up.hooks, e.up.srv) // fails only for a TLS configuration, which hooks has none of
 	e.up.conns = map[*hijackedConn]struct{}{}
-	up := h2c.NewHandler(e, e.up.srv)
+	up := h2c.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, h1 := w.(http.Hijacker); !h1 {
+			asHTTP2(r)
+		}
+		e.ServeHTTP(w, r)
+	}), e.up.srv)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.TLS == nil && r.ContentLength == 0 && http1.HasToken([]byte(r.Header.Get("Upgrade")), "h2c") {
 			up.ServeHTTP(w, r)
@@ -57,6 +63,22 @@ func (e *h2Engine) handler(cfg *config.Config) http.Handler {
 		}
 		e.ServeHTTP(w, r)
 	})
+}
+
+// asHTTP2 makes r, the request of an upgrade to h2c, which h2c answers on
+// stream 1 over HTTP/2 but leaves as it came, an HTTP/2 request: marked
+// HTTP/2.0, without its hop-by-hop headers (Connection, Upgrade,
+// HTTP2-Settings and those Connection names), which HTTP/2 has none of.
+// Left as they came, an Upgrade naming websocket beside h2c made it a
+// WebSocket handshake, whose upstream answer could not be carried.
+func asHTTP2(r *http.Request) {
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
+	conn := []byte(strings.Join(r.Header.Values("Connection"), ", "))
+	for k := range r.Header {
+		if http1.IsHop([]byte(k), conn) {
+			delete(r.Header, k)
+		}
+	}
 }
 
 // upgrade serves c, a connection fasthttp gave up whose request asks to

@@ -213,9 +213,6 @@ func reannounceTrailers(req *fasthttp.Request, t *target, rules *routeRules) {
 func (e *h2Engine) writeBack(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, resp *fasthttp.Response) {
 	wh := w.Header()
 	copyHeader(wh, &resp.Header)
-	if r.ProtoMajor == 1 && resp.ConnectionClose() {
-		wh.Set("Connection", "close")
-	}
 	stream := resp.BodyStream()
 	code := resp.StatusCode()
 	switch cl := resp.Header.ContentLength(); {

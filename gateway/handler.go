@@ -164,7 +164,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	if ctx.Response.IsBodyStream() {
 		wt := st.cfg.Server.WriteTimeout.D()
 		if http10 && ctx.Response.Header.ContentLength() < 0 && !ctx.IsHead() {
-			sendUntilClose(ctx, wt)
+			g.sendUntilClose(ctx, wt)
 		} else {
 			paceClient(ctx.Response.BodyStream(), ctx.Conn(), wt)
 		}

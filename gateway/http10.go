@@ -16,7 +16,7 @@ import (
 // and the connection's close ends it, as from nginx. The connection is
 // taken from fasthttp (hijacked) to do so; d is server.write_timeout.
 // It does nothing when the body is not one of the gateway's.
-func sendUntilClose(ctx *fasthttp.RequestCtx, d time.Duration) {
+func (g *Gateway) sendUntilClose(ctx *fasthttp.RequestCtx, d time.Duration) {
 	body := ctx.Response.BodyStream()
 	if !hold(body, true) {
 		return
@@ -28,11 +28,12 @@ func sendUntilClose(ctx *fasthttp.RequestCtx, d time.Duration) {
 	h.SetConnectionClose()
 	head := h.Header()
 	ctx.HijackSetNoResponse(true)
-	ctx.Hijack(func(c net.Conn) {
-		defer func() {
-			hold(body, false)
-			_ = body.(io.Closer).Close()
-		}()
+	end := func() {
+		hold(body, false)
+		_ = body.(io.Closer).Close()
+	}
+	g.hijacks.hijack(ctx, func(c net.Conn) {
+		defer end()
 		if d > 0 {
 			_ = c.SetWriteDeadline(time.Now().Add(d))
 			paceClient(body, c, d)
@@ -40,7 +41,7 @@ func sendUntilClose(ctx *fasthttp.RequestCtx, d time.Duration) {
 		if _, err := c.Write(head); err == nil {
 			_, _ = io.Copy(c, body)
 		}
-	})
+	}, end)
 }
 
 // hold sets whether body, a response body of the gateway's, outlives its

@@ -192,7 +192,7 @@ routes:
 }
 
 // TestRateLimitKeyAmbiguousOverTLS checks the TLS listener's readers on
-// both engines: a WebSocket handshake (net/http's request) and a plain
+// both engines: a WebSocket handshake and a plain
 // HTTP/1.1 request whose key header is repeated are refused with 400
 // ambiguous_key, and never reach the upstream.
 func TestRateLimitKeyAmbiguousOverTLS(t *testing.T) {

@@ -8,18 +8,16 @@ import (
 )
 
 // serveStd serves, on net/http's own stream, what the goroutine engine's
-// handler cannot carry for the HTTP/2 and TLS engine: a gRPC call over
-// HTTP/2 (trailers, both ways at once) and a WebSocket handshake over
-// HTTP/1.1 (a connection taken over). A gRPC call is a POST: a request of
-// another method is a plain one whatever its Content-Type, so that it
-// reaches the upstream with the method its route admitted. It reports
-// whether r was one; ctx
+// handler cannot carry for the HTTP/2 engine: a gRPC call (trailers, both
+// ways at once). A gRPC call is a POST: a request of another method is a
+// plain one whatever its Content-Type, so that it reaches the upstream
+// with the method its route admitted. It reports whether r was one; ctx
 // holds r in fasthttp's form, for routing, metrics and the log. A request
 // that matches no route is left to the handler (404), as is one the
 // routes cannot tell (400, see state.route).
 func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *http.Request) bool {
 	grpc := r.ProtoMajor == 2 && r.Method == http.MethodPost && isGRPC(r.Header.Get("Content-Type"))
-	if !grpc && !isStdWebSocket(r) {
+	if !grpc {
 		return false
 	}
 	start := time.Now()
@@ -36,18 +34,9 @@ func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *h
 		o.startTrace(st.tracer, h, h.Method(), ctx.Path(), clientIP(peerAddr(ctx), forwardedList(h), st.trusted))
 	}
 	sw := &statusWriter{ResponseWriter: w}
-	var reason string
-	var carry func() // a WebSocket's, after its 101
-	if grpc {
-		reason = g.serveGRPC(sw, r, st, rt, o)
-	} else {
-		reason, carry = g.serveStdWebSocket(sw, r, st, rt, o)
-	}
-	ctx.Response.SetStatusCode(sw.status(reason))
-	g.finish(ctx, rt, start, reason, o) // the request is answered; its WebSocket is not a request
-	if carry != nil {
-		carry()
-	}
+	reason := g.serveGRPC(sw, r, st, rt, o)
+	ctx.Response.SetStatusCode(sw.status())
+	g.finish(ctx, rt, start, reason, o)
 	return true
 }
 
@@ -73,15 +62,14 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 // Unwrap gives http.ResponseController the ResponseWriter (to flush, set
-// deadlines, take the connection over).
+// deadlines).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// status is the status of the answer that ended with reason: the one
-// written, else 101 for a WebSocket carried (reason "": the connection was
-// taken over after the upstream's 101).
-func (w *statusWriter) status(reason string) int {
-	if w.code == 0 && reason == "" {
-		return http.StatusSwitchingProtocols
+// status is the status written, else 200, as net/http answers a handler
+// that wrote none.
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
 	}
 	return w.code
 }

@@ -117,7 +117,8 @@ func (m *tlsMux) closing() bool {
 }
 
 // handshake runs c's handshake and hands the connection over, or closes
-// it when the handshake fails, takes longer than
+// it (after a 400 to a plaintext HTTP request) when the handshake fails,
+// takes longer than
 // server.read_header_timeout, or shutdown begins.
 func (m *tlsMux) handshake(c net.Conn) {
 	defer m.handshakes.Done()
@@ -127,6 +128,7 @@ func (m *tlsMux) handshake(c net.Conn) {
 	}
 	if err := tc.HandshakeContext(m.ctx); err != nil {
 		m.g.log.Debug("TLS handshake failed", "remote", c.RemoteAddr().String(), "error", err)
+		answerPlainHTTP(err)
 		_ = c.Close()
 		return
 	}

@@ -219,3 +219,46 @@ func TestTLSIgnoresH2CUpgrade(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSPlainHTTPAnswered sends a plaintext HTTP request to the TLS
+// listener: the gateway answers 400 and closes, as net/http's and nginx's
+// TLS listeners do, so that the client learns its mistake (the connection
+// was closed without a word), and the upstream never sees it.
+func TestTLSPlainHTTPAnswered(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		up := startUpstream(t, "up", nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, certList(ca.Server("127.0.0.1")), up.URL))
+		c, err := net.DialTimeout("tcp", serveTLS(t, tg), waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("a plaintext request to the TLS listener: %v, want a 400", err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("status %d, want 400", resp.StatusCode)
+		}
+		if n, err := br.ReadByte(); err == nil {
+			t.Errorf("the connection stayed open: read %q", n)
+		}
+		if n := up.calls.Load(); n != 0 {
+			t.Errorf("the upstream saw %d requests", n)
+		}
+	})
+}

@@ -60,13 +60,13 @@ func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte
 	head := wsSwitchingHead(resp, rt.rules)
 	ctx.SetStatusCode(http.StatusSwitchingProtocols) // for the log; fasthttp writes nothing
 	ctx.HijackSetNoResponse(true)
-	ctx.Hijack(func(c net.Conn) {
+	g.hijacks.hijack(ctx, func(c net.Conn) {
 		if _, err := c.Write(head); err != nil {
 			call.abandon(up)
 			return
 		}
 		call.carry(c, up)
-	})
+	}, func() { call.abandon(up) })
 	return ""
 }
 
