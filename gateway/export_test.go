@@ -32,3 +32,11 @@ func OpenConns(g *Gateway) int64 {
 func FlushTraces(ctx context.Context, g *Gateway) error {
 	return g.state.Load().tracer.ForceFlush(ctx)
 }
+
+// SetMaxHandshakes sets how many TLS handshakes a gateway made from now on
+// runs at once, until the test ends.
+func SetMaxHandshakes(t interface{ Cleanup(func()) }, n int) {
+	old := maxHandshakes
+	maxHandshakes = n
+	t.Cleanup(func() { maxHandshakes = old })
+}

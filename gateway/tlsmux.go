@@ -18,7 +18,12 @@ import (
 // loops do no TLS). A handshake must end within
 // server.read_header_timeout, so that a client that starts one and stalls
 // holds nothing for long; its certificates and minimum version are those
-// of the configuration in force when it starts.
+// of the configuration in force when it starts. At most maxHandshakes
+// handshakes run at once, on all TLS listeners together: past that, a
+// listener accepts nothing until one ends, and new connections wait in
+// the kernel's listen queue (as nginx's worker_connections bounds them), so
+// that a flood of connections that start handshakes cannot hold more than
+// that many goroutines and signatures at a time.
 type tlsMux struct {
 	g   *Gateway
 	cfg *tls.Config      // asks the gateway's state at each handshake
@@ -26,18 +31,24 @@ type tlsMux struct {
 	h2  *handoffListener // the HTTP/2 engine's (*tls.Conn)
 	ctx context.Context  // ends at shutdown, and the handshakes with it
 	end context.CancelFunc
+	// slots holds a token per handshake in progress (maxHandshakes).
+	slots chan struct{}
 
 	mu      sync.Mutex // protects lns, started and closed
 	lns     []net.Listener
 	started bool // the engines serve h1 and h2
 	closed  bool
 
-	handshakes sync.WaitGroup
+	handshakes sync.WaitGroup // added to under mu, while not closed
 	serving    sync.WaitGroup // the engines' Serve on h1 and h2
 }
 
+// maxHandshakes is how many TLS handshakes may be in progress at once.
+var maxHandshakes = 1024
+
 func newTLSMux(g *Gateway) *tlsMux {
-	m := &tlsMux{g: g, h1: newHandoffListener(tlsAddr{}), h2: newHandoffListener(tlsAddr{})}
+	m := &tlsMux{g: g, h1: newHandoffListener(tlsAddr{}), h2: newHandoffListener(tlsAddr{}),
+		slots: make(chan struct{}, maxHandshakes)}
 	m.ctx, m.end = context.WithCancel(context.Background())
 	m.cfg = &tls.Config{
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
@@ -81,8 +92,14 @@ func (m *tlsMux) serve(ln net.Listener) error {
 	m.mu.Unlock()
 	var pause time.Duration // after an error that may pass, as net/http's Serve
 	for {
+		select {
+		case m.slots <- struct{}{}: // released when the handshake ends
+		case <-m.ctx.Done():
+			return nil
+		}
 		c, err := ln.Accept()
 		if err != nil {
+			<-m.slots
 			if m.closing() {
 				return nil
 			}
@@ -98,7 +115,15 @@ func (m *tlsMux) serve(ln net.Listener) error {
 			continue
 		}
 		pause = 0
+		m.mu.Lock()
+		if m.closed { // wait may have begun: no handshake starts now
+			m.mu.Unlock()
+			<-m.slots
+			_ = c.Close()
+			return nil
+		}
 		m.handshakes.Add(1)
+		m.mu.Unlock()
 		go m.handshake(c)
 	}
 }
@@ -122,6 +147,7 @@ func (m *tlsMux) closing() bool {
 // server.read_header_timeout, or shutdown begins.
 func (m *tlsMux) handshake(c net.Conn) {
 	defer m.handshakes.Done()
+	defer func() { <-m.slots }()
 	tc := tls.Server(c, m.cfg)
 	if d := m.g.state.Load().cfg.Server.ReadHeaderTimeout.D(); d > 0 {
 		_ = c.SetDeadline(time.Now().Add(d))

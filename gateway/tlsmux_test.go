@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/testpki"
 )
 
@@ -261,4 +262,67 @@ routes:
 			t.Errorf("the upstream saw %d requests", n)
 		}
 	})
+}
+
+// TestTLSHandshakesCounted lets the TLS listener run one handshake at a
+// time and holds that one with a client that never starts it: a second
+// client's handshake waits (its connection in the listen queue) until the
+// first client leaves, then completes and is served. (Every connection got
+// a handshake goroutine at once: a flood of connections held as many
+// goroutines, and their signatures, as it sent, for read_header_timeout.)
+func TestTLSHandshakesCounted(t *testing.T) {
+	gateway.SetMaxHandshakes(t, 1)
+	ca := testpki.NewCA(t)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	tg := startGateway(t, parseConfig(t, `
+server: {read_header_timeout: 1m}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, certList(ca.Server("127.0.0.1")), up.URL))
+	addr := serveTLS(t, tg)
+	stalled, err := net.DialTimeout("tcp", addr, waitLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	type dialed struct {
+		c   *tls.Conn
+		err error
+	}
+	second := make(chan dialed, 1)
+	go func() {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: waitLimit}, "tcp", addr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
+		second <- dialed{c, err}
+	}()
+	select {
+	case d := <-second:
+		if d.c != nil {
+			d.c.Close()
+		}
+		t.Fatalf("a second handshake ended (%v) while the only one allowed was held", d.err)
+	case <-time.After(200 * time.Millisecond): // a lower bound: a slow machine only waits longer
+	}
+	stalled.Close()
+	var d dialed
+	select {
+	case d = <-second:
+	case <-time.After(waitLimit):
+		t.Fatal("the second handshake did not end once the first client left")
+	}
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	defer d.c.Close()
+	_ = d.c.SetDeadline(time.Now().Add(waitLimit))
+	if _, err := io.WriteString(d.c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(d.c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the second client: %v %v, want 200", resp, err)
+	}
+	resp.Body.Close()
 }
