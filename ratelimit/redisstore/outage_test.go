@@ -57,11 +57,18 @@ func testOutage(t *testing.T, mode ErrorMode) {
 	}
 	l := ratelimit.Limit{Algorithm: ratelimit.FixedWindow, Limit: limit, Period: 24 * time.Hour}
 
-	// Load: each worker makes limit+1 decisions with Redis up, then goes on
-	// until it has made `during` decisions that started after the kill.
-	// Calls made between the two may be decided either way.
+	// Load: each worker makes limit+1 decisions with Redis up, goes on
+	// deciding until the kill (Redis stopped, then killed closed), and then
+	// makes `during` decisions, each started after the kill. The decisions
+	// in between, made while Redis dies and the circuit opens, may go either
+	// way. They are bounded in number, and a worker that reaches the bound
+	// waits for the kill: they never take the place of decisions made after
+	// it. (With the circuit open they make no round trip, so a worker can
+	// make thousands of them while the test goroutine, descheduled on a
+	// loaded machine, has yet to close killed.)
+	const between = 10000
 	var (
-		killed                   atomic.Bool
+		killed                   = make(chan struct{})
 		ready, done              sync.WaitGroup
 		upAdmitted, downAdmitted atomic.Int64
 		downRejected, errs       atomic.Int64
@@ -72,38 +79,58 @@ func testOutage(t *testing.T, mode ErrorMode) {
 	for range workers {
 		go func() {
 			defer done.Done()
-			after := 0
-			for i := 0; after < during && i < 10000; i++ {
-				down := killed.Load()
-				d, err := s.AllowN(context.Background(), "outage", l, 1)
+			ctx := context.Background()
+			for range limit + 1 {
+				d, err := s.AllowN(ctx, "outage", l, 1)
 				switch {
 				case err != nil:
 					errs.Add(1)
-				case i <= limit && d.Allowed: // made before the kill began
+				case d.Allowed:
 					upAdmitted.Add(1)
-				case down && d.Allowed:
+				}
+			}
+			ready.Done()
+		untilKill:
+			for range between {
+				select {
+				case <-killed:
+					break untilKill
+				default:
+				}
+				if _, err := s.AllowN(ctx, "outage", l, 1); err != nil {
+					errs.Add(1)
+				}
+			}
+			timer := time.NewTimer(2 * time.Minute) // longer than the test goroutine's wait for ready
+			defer timer.Stop()
+			select {
+			case <-killed:
+			case <-timer.C:
+				t.Errorf("worker: Redis not killed within 2m")
+				return
+			}
+			for range during {
+				d, err := s.AllowN(ctx, "outage", l, 1)
+				switch {
+				case err != nil:
+					errs.Add(1)
+				case d.Allowed:
 					downAdmitted.Add(1)
 					if mode == Local && d.Remaining != 7 {
 						badDecision.Store(d)
 					}
-				case down:
+				default:
 					downRejected.Add(1)
 					if d.RetryAfter <= 0 || d.RetryAfter > openFor {
 						badDecision.Store(d)
 					}
-				}
-				if down {
-					after++
-				}
-				if i == limit {
-					ready.Done()
 				}
 			}
 		}()
 	}
 	waitGroup(t, &ready, time.Minute, "the workers' decisions with Redis up")
 	srv.Stop()
-	killed.Store(true)
+	close(killed)
 	waitGroup(t, &done, time.Minute, "the workers' decisions during the outage")
 
 	if n := errs.Load(); n > 0 {
