@@ -79,7 +79,7 @@ routes:
 		"retry.attempts":                  {strconv.Itoa(retry.DefaultMaxAttempts), strconv.Itoa(p.Retry.Attempts)},
 		"retry.backoff.initial":           {retry.DefaultInitial.String(), p.Retry.Backoff.Initial.D().String()},
 		"retry.backoff.max":               {retry.DefaultMax.String(), p.Retry.Backoff.Max.D().String()},
-		"retry.backoff.jitter":            {zeroJitter.String(), p.Retry.Backoff.Jitter},
+		"retry.backoff.jitter":            {zeroJitter.String(), p.Retry.Backoff.Jitter.String()},
 		"retry.budget":                    {f(retry.DefaultRatio), f(p.Retry.Budget)},
 		"concurrency.adaptive.algorithm":  {"default", p.Concurrency.Adaptive.Algorithm}, // chain.Builder.Adaptive: TestAdaptiveDefaultAlgorithm
 		"concurrency.adaptive.initial":    {strconv.Itoa(limit.DefaultInitialLimit), strconv.Itoa(p.Concurrency.Adaptive.Initial)},

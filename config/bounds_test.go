@@ -99,6 +99,7 @@ routes: [{name: r, upstream: a}]
 		{"match header name with a space", route + "    match: {headers: {\"X Bad\": v}}\n", `"X Bad"`, `routes[0].match.headers.X Bad: "X Bad" is not a header name`},
 		{"match header name with a colon", route + "    match: {headers: {\"X:Y\": v}}\n", `"X:Y"`, `routes[0].match.headers.X:Y: "X:Y" is not a header name`},
 		{"match header value with CR LF", route + "    match: {headers: {X-A: \"a\\r\\nB: c\"}}\n", `X-A`, `routes[0].match.headers.X-A: a header value has no control characters`},
+		{"retry jitter", route + "    policies: {retry: {backoff: {jitter: half}}}\n", `jitter`, `routes[0].policies.retry.backoff.jitter: "half" is not one of full, equal, none`},
 		{"rate-limit key header with a space", route + "    policies: {rate_limit: {limit: 1, key: \"header:X Key\"}}\n", `key`, `routes[0].policies.rate_limit.key: "X Key" is not a header name`},
 		{"rate-limit key header with many separators", route + "    policies: {rate_limit: {limit: 1, key: \"header:A-b-c-d-e-f-g-h-i_j\"}}\n", `key`, `routes[0].policies.rate_limit.key: "A-b-c-d-e-f-g-h-i_j" has more than 8 '-' or '_'`},
 		{"rate-limit IPv6 prefix", route + "    policies: {rate_limit: {limit: 1, ipv6_prefix: 16}}\n", `ipv6_prefix`, `routes[0].policies.rate_limit.ipv6_prefix: want a prefix length from 32 to 128, got 16`},

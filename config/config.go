@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/ratelimit"
+	"github.com/sluicehq/sluice/retry"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -617,7 +618,7 @@ type Backoff struct {
 	// Max wait. Default 1s.
 	Max Duration `yaml:"max"`
 	// Jitter is "full" (default), "equal" or "none".
-	Jitter string `yaml:"jitter"`
+	Jitter retry.Jitter `yaml:"jitter"`
 }
 
 // Fallback degrades a request the route's upstream cannot answer (its

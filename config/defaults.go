@@ -153,7 +153,6 @@ func (d defaults) policies(path string, p *Policies) {
 		d.int(rp+".attempts", &r.Attempts, 3)
 		d.dur(rp+".backoff.initial", &r.Backoff.Initial, 50*time.Millisecond)
 		d.dur(rp+".backoff.max", &r.Backoff.Max, time.Second)
-		d.str(rp+".backoff.jitter", &r.Backoff.Jitter, "full")
 		if !d.given[rp+".on"] {
 			r.On = []RetryOn{RetryConnectError, 502, 503, 504}
 		}

@@ -498,7 +498,6 @@ func (v *validator) policies(path string, p *Policies) {
 		if r.Backoff.Max < r.Backoff.Initial {
 			v.at(rp+".backoff.max", "max (%v) is below initial (%v)", r.Backoff.Max.D(), r.Backoff.Initial.D())
 		}
-		v.oneOf(rp+".backoff.jitter", r.Backoff.Jitter, []string{"full", "equal", "none"})
 		if r.Budget <= 0 || r.Budget > 1 {
 			v.at(rp+".budget", "want a fraction in (0, 1], got %v", r.Budget)
 		}

@@ -161,13 +161,12 @@ func buildRetry(name string, rc *config.Retry, g *Gateway) (*retry.Retry, error)
 	if err != nil {
 		return nil, err
 	}
-	jitter := map[string]retry.Jitter{"full": retry.FullJitter, "equal": retry.EqualJitter, "none": retry.NoJitter}[rc.Backoff.Jitter]
 	on := retryOn(rc.On)
 	return retry.New(retry.Options{
 		MaxAttempts: rc.Attempts,
 		Initial:     rc.Backoff.Initial.D(),
 		Max:         rc.Backoff.Max.D(),
-		Jitter:      jitter,
+		Jitter:      rc.Backoff.Jitter,
 		Budget:      budget,
 		Clock:       g.clock,
 		RetryIf:     on,

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -68,6 +69,21 @@ func (j Jitter) String() string {
 		return "none"
 	}
 	return "unknown"
+}
+
+// MarshalText returns String's text.
+func (j Jitter) MarshalText() ([]byte, error) { return []byte(j.String()), nil }
+
+// UnmarshalText decodes "full", "equal" or "none" (a configuration's
+// spelling of a Jitter).
+func (j *Jitter) UnmarshalText(b []byte) error {
+	for c := FullJitter; c <= NoJitter; c++ {
+		if string(b) == c.String() {
+			*j = c
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of full, equal, none", b)
 }
 
 func (j Jitter) valid() bool { return j <= NoJitter }

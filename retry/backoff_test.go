@@ -90,3 +90,17 @@ func TestJitterString(t *testing.T) {
 		}
 	}
 }
+
+func TestJitterText(t *testing.T) {
+	for _, j := range []Jitter{FullJitter, EqualJitter, NoJitter} {
+		b, _ := j.MarshalText()
+		var got Jitter
+		if err := got.UnmarshalText(b); err != nil || got != j {
+			t.Errorf("%v: MarshalText %q, UnmarshalText %v, %v", j, b, got, err)
+		}
+	}
+	var j Jitter
+	if err := j.UnmarshalText([]byte("Full")); err == nil {
+		t.Error(`UnmarshalText("Full") accepted: the names are exact`)
+	}
+}
