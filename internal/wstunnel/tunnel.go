@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/clock"
+	"github.com/sluicehq/sluice/internal/idle"
 )
 
 // Why a tunnel ended, as Run returns it.
@@ -70,7 +71,7 @@ type Tunnel struct {
 	clock            clock.Clock
 	// up carries client → upstream, down upstream → client.
 	up, down direction
-	last     atomic.Int64 // clock Nanotime of the last byte carried
+	idle     *idle.Watch  // the idle timeout's; nil without one
 	awayBy   atomic.Int64 // wall-clock UnixNano by which writes end once GoAway began; 0 before
 	once     sync.Once    // ends the tunnel
 	done     chan struct{}
@@ -97,26 +98,21 @@ func New(client, upstream net.Conn, opts Options) *Tunnel {
 	}
 	t := &Tunnel{client: client, upstream: upstream, opts: opts, clock: clock.Or(opts.Clock), done: make(chan struct{})}
 	t.up.masked = true
-	t.touch()
 	return t
 }
 
 // Run carries bytes both ways until the tunnel ends, then closes both
 // connections and returns how it ended.
 func (t *Tunnel) Run() Stats {
+	if t.opts.IdleTimeout > 0 {
+		t.idle = idle.Start(t.clock, t.opts.IdleTimeout, func() { t.goAway(Idle) })
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		t.carry(&t.down, t.upstream, t.client, UpstreamClosed, ClientWrite)
 	}()
-	if t.opts.IdleTimeout > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t.watchIdle()
-		}()
-	}
 	t.carry(&t.up, t.client, t.upstream, ClientClosed, UpstreamWrite)
 	wg.Wait()
 	s := t.stats
@@ -215,30 +211,18 @@ func (t *Tunnel) carry(d *direction, src, dst net.Conn, closed, failed string) {
 func (t *Tunnel) end(reason string, err error) {
 	t.once.Do(func() {
 		t.stats.Reason, t.stats.Err = reason, err
+		if t.idle != nil {
+			t.idle.Stop()
+		}
 		_ = t.client.Close()
 		_ = t.upstream.Close()
 		close(t.done)
 	})
 }
 
-func (t *Tunnel) touch() { t.last.Store(t.clock.Nanotime()) }
-
-// watchIdle ends the tunnel once no byte passed for the idle timeout.
-func (t *Tunnel) watchIdle() {
-	wait := t.opts.IdleTimeout
-	for {
-		timer := t.clock.NewTimer(wait)
-		select {
-		case <-t.done:
-			timer.Stop()
-			return
-		case <-timer.C():
-		}
-		idle := time.Duration(t.clock.Nanotime() - t.last.Load())
-		if idle >= t.opts.IdleTimeout {
-			t.goAway(Idle)
-			return
-		}
-		wait = t.opts.IdleTimeout - idle
+// touch records that a byte passed, for the idle timeout.
+func (t *Tunnel) touch() {
+	if t.idle != nil {
+		t.idle.Touch()
 	}
 }
