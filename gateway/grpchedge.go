@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
-	"sync"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/hedge"
@@ -37,94 +36,69 @@ func oneGRPCMessage(b []byte) bool {
 	return len(b) >= 5 && uint64(binary.BigEndian.Uint32(b[1:5])) == uint64(len(b)-5)
 }
 
-// race runs one attempt of a hedged call, on cl: the route's hedge starts
-// an attempt, and another when the first has not answered after its delay
-// (if the budget grants it); each is admitted by the route's policies and
-// goes to a target other than the previous attempt's. It returns the
-// outcome the call's retry then judges as one attempt's; the winner's
-// answer (or the last failed one's) is held in c.held, or, when too long
-// to hold, passed on.
+// race runs one attempt of a hedged call, on cl (see call.race). It
+// returns the outcome the call's retry then judges as one attempt's; the
+// winner's answer (or the last failed one's) is held in c.held, or, when
+// too long to hold, passed on.
 func (c *grpcCall) race(ctx context.Context, cl *call) sluice.Outcome {
 	c.held = nil // a previous race's answer: the call's is this race's
-	hr := &grpcRace{c: c, cl: cl}
-	r := c.rt.life.flow.hedge.Run(ctx, hr.attempt)
-	hr.mu.Lock()
-	hr.cl = nil // cl is the caller's again: a late attempt does not start
-	hr.mu.Unlock()
-	switch v := r.Value.(type) {
+	w, o := cl.race(ctx, c.raceAttempt)
+	if w == nil {
+		return o
+	}
+	switch v := w.v.(type) {
 	case *grpcOpen:
 		// The winner, too long to hold: it streams, and the call is final.
-		err := c.pass(ctx, v.a.t, v.h.rest, v.h.body)
-		v.h.rest.Body.Close()
-		v.cancel()
+		err := c.pass(ctx, w.a.t, v.h.rest, v.h.body)
+		v.close()
 		if err != nil {
 			err = &finalError{err}
 		}
-		return v.c.settle(&v.a, http.StatusOK, nil, err)
+		return w.settle(http.StatusOK, nil, err)
 	case *heldAnswer:
 		c.held = v
 	}
-	return r.Outcome
+	return o
 }
 
-// grpcRace is one race of a hedged call. Its attempts use the call only to
-// begin (under mu, while the race is on); each settles on a copy of it, so
-// that a losing attempt may end after the race, and the call, are over.
-type grpcRace struct {
-	c  *grpcCall
-	mu sync.Mutex // protects cl, and serializes the attempts' begin on it
-	cl *call      // nil once the race is over
-}
-
-// attempt is one attempt of the race; ctx ends when it lost or the
-// client left.
-func (hr *grpcRace) attempt(ctx context.Context) sluice.Result {
-	hr.mu.Lock()
-	if hr.cl == nil {
-		hr.mu.Unlock()
-		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Ignored, Err: errLost}}
+// raceAttempt is the racer of c's race: an attempt reads its answer whole
+// (see fetch), within the route's timeout from its start; an answer too
+// long to hold is open (grpcOpen). The call's request is read whole
+// before the race and not changed by it.
+func (c *grpcCall) raceAttempt(a *attempt) func(context.Context) raceAnswer {
+	t, span, start := a.t, a.span, a.start
+	return func(ctx context.Context) raceAnswer {
+		cancel := context.CancelFunc(func() {})
+		if d := c.rt.life.timeout; d > 0 {
+			ctx, cancel = context.WithDeadline(ctx, start.Add(d))
+		}
+		h, err := c.fetch(ctx, t, span)
+		if err != nil && errors.Is(context.Cause(ctx), hedge.ErrLost) {
+			err = errLost // cut by the winner: no verdict on the upstream
+		}
+		if h != nil && h.rest != nil {
+			// Good so far, and too long to hold: settled once passed on
+			// (or discarded).
+			return raceAnswer{v: &grpcOpen{h: h, cancel: cancel}, open: true}
+		}
+		cancel()
+		ans := raceAnswer{code: http.StatusOK, err: err}
+		if h != nil {
+			ans.v = h
+		}
+		return ans
 	}
-	a, err := hr.cl.begin()
-	cl := *hr.cl // settle reads the call's settings only
-	hr.mu.Unlock()
-	if err != nil {
-		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: err}}
-	}
-	c := hr.c
-	cancel := context.CancelFunc(func() {})
-	if d := c.rt.life.timeout; d > 0 {
-		ctx, cancel = context.WithDeadline(ctx, a.start.Add(d))
-	}
-	h, err := c.fetch(ctx, a.t, a.span)
-	if err != nil && errors.Is(context.Cause(ctx), hedge.ErrLost) {
-		err = errLost // cut by the winner: no verdict on the upstream
-	}
-	if h != nil && h.rest != nil {
-		// Good so far, and too long to hold: settled once passed on (or
-		// discarded, see grpcOpen.discard).
-		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Success}, Value: &grpcOpen{h: h, a: a, c: &cl, cancel: cancel}}
-	}
-	cancel()
-	r := sluice.Result{Outcome: cl.settle(&a, http.StatusOK, nil, err)}
-	if h != nil {
-		r.Value = h
-	}
-	return r
 }
 
 // grpcOpen is a raced attempt's answer too long to hold, its attempt not
 // yet settled.
 type grpcOpen struct {
 	h      *heldAnswer
-	a      attempt
-	c      *call              // a copy of the call, to settle a on
 	cancel context.CancelFunc // ends the attempt's context (its deadline)
 }
 
-// discard ends an answer that lost the race after it was read: its stream
-// is closed, its attempt settled without a verdict.
-func (o *grpcOpen) discard() {
+// close ends the answer's stream and its attempt's context.
+func (o *grpcOpen) close() {
 	o.h.rest.Body.Close()
 	o.cancel()
-	o.c.settle(&o.a, http.StatusOK, nil, errLost)
 }
