@@ -309,6 +309,53 @@ func TestAllFailReturnsLastFailure(t *testing.T) {
 	}
 }
 
+// TestRefusedHedgeKeepsFailure ends the first attempt with a failure while
+// the hedge is under way, then the hedge is refused before it ran
+// (Dropped, as a breaker inside the hedge refuses it): Run returns the
+// failure of the attempt that ran, as an unhedged call would have, not
+// the refusal. (It returned the refusal, and discarded the failure's
+// value.)
+func TestRefusedHedgeKeepsFailure(t *testing.T) {
+	fc := clock.NewFake(time.Time{})
+	d := newDiscards()
+	seen := make(chan sluice.Result)
+	p := mustNew(t, Options{
+		Delay:   delay,
+		Clock:   fc,
+		Discard: d.discard,
+		Final:   func(r sluice.Result) bool { seen <- r; return false },
+	})
+	h := newHeld()
+	out := runAsync(p, context.Background(), h.next)
+	a0 := <-h.started
+	blockUntil(t, fc, 1)
+	fc.Advance(delay)
+	a1 := <-h.started
+	e0 := errors.New("e0")
+	a0.end <- failure(0, e0)
+	<-seen
+	refused := sluice.Result{Value: 1, Outcome: sluice.Outcome{Class: sluice.Dropped, Err: sluice.ErrRejected}}
+	a1.end <- refused
+	<-seen
+	if r := <-out; r.Err != e0 || r.Value != 0 || r.Class != sluice.Failure {
+		t.Errorf("Run = %+v, want the first attempt's failure (e0)", r)
+	}
+	h.waitAll()
+	if got, want := d.got(), []any{1}; !slices.Equal(got, want) {
+		t.Errorf("discarded %v, want %v (the refusal's)", got, want)
+	}
+
+	// Refused alone, the hedge's refusal is not kept over nothing: a
+	// first attempt refused is Run's answer.
+	out = runAsync(p, context.Background(), func(context.Context) sluice.Result { return refused })
+	if r := <-seen; r.Class != sluice.Dropped {
+		t.Fatalf("saw %+v", r)
+	}
+	if r := <-out; r.Class != sluice.Dropped || r.Value != 1 {
+		t.Errorf("Run = %+v, want the refusal", r)
+	}
+}
+
 func TestFailureDoesNotHedgeEarly(t *testing.T) {
 	fc := clock.NewFake(time.Time{})
 	p := mustNew(t, Options{Delay: delay, Clock: fc})
