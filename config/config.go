@@ -342,12 +342,17 @@ type GRPC struct {
 	// ("/pkg.Service/*"), retried when the route has a retry policy (on
 	// UNAVAILABLE, and on what retry.on names of connect_error and
 	// timeout), and hedged when it hedges and the call's request is one
-	// message (a unary call; never a client or bidirectional stream of
-	// several). A call of any other method is sent once. Name only unary
-	// and client-streaming methods: the gateway reads such a call's
+	// message (a unary or server-streaming call; never a client or
+	// bidirectional stream of several). A call of any other method is
+	// sent once. On a route that retries, the gateway reads such a call's
 	// request whole (up to 1 MiB; a longer one is sent once) before it
-	// sends it, and its answer too, so that a retry or a hedge can replace
-	// it. Default: none.
+	// sends it, and, unless the call is hedged, its answer too, so that a
+	// retry can replace it: name only unary and client-streaming methods
+	// there. A hedged call's race ends with an answer's first message,
+	// and the rest streams as it comes; on a route that only hedges, the
+	// request is not held back either (it streams to the first attempt,
+	// and a hedge is sent only once it has ended as one message), so any
+	// method may be named. Default: none.
 	Idempotent []string `yaml:"idempotent"`
 }
 

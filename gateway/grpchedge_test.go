@@ -92,9 +92,9 @@ func (s *grpcRacer) StreamingInputCall(st testgrpc.TestService_StreamingInputCal
 // once the delay has passed on the gateway's clock, a hedge goes to the
 // other target, its answer is served, and the first attempt is cancelled
 // (the upstream sees its context end) without counting as a failure;
-// whether the answer is held whole or, too long to hold, streams. A
-// client-streaming call of the same service is never hedged. (gRPC calls
-// were never hedged.)
+// whether the answer's message is held whole or, too long to hold,
+// streams. A client-streaming call of the same service is not hedged.
+// (gRPC calls were never hedged.)
 func TestGRPCHedgeUnary(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		rs := startGRPCRacers(t)
@@ -167,7 +167,7 @@ routes:
 			}
 		}
 
-		// A client stream of two messages is not raced.
+		// A client stream of two messages is not hedged.
 		s, err := c.StreamingInputCall(callCtx(t))
 		if err != nil {
 			t.Fatal(err)
@@ -180,8 +180,8 @@ routes:
 		if _, err := s.CloseAndRecv(); err != nil {
 			t.Fatalf("a client stream: %v", err)
 		}
-		if h := gw.routeStatus(t, "grpc").Hedge; h.Requests != 2 {
-			t.Errorf("hedge status %+v after a client stream, want it not raced", *h)
+		if h := gw.routeStatus(t, "grpc").Hedge; h.Hedges != 2 {
+			t.Errorf("hedge status %+v after a client stream, want it not hedged", *h)
 		}
 		rs.mu.Lock()
 		defer rs.mu.Unlock()

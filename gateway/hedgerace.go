@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -24,13 +25,25 @@ var errLost = fmt.Errorf("gateway: another attempt won: %w", context.Canceled)
 // same for every protocol: a protocol says only how an admitted attempt
 // is sent and what its answer is (a racer).
 
-// racer sends the attempts of a protocol's hedged call. It is called under
-// the race's lock, once attempt a is admitted and its target chosen: it
-// takes from the request what the attempt sends (the request is the
-// caller's again once the lock is let go) and returns the exchange, run
-// outside the lock on ctx, which ends when the attempt lost or the client
-// left.
-type racer func(a *attempt) func(ctx context.Context) raceAnswer
+// racer sends the attempts of a protocol's hedged call.
+type racer interface {
+	// ready is called before a hedge (an attempt after the race's first)
+	// begins, outside the race's lock: false means the hedge is not sent,
+	// and the race goes on without it (its result, Dropped, does not
+	// replace another attempt's). It may wait, until ctx ends.
+	ready(ctx context.Context) bool
+	// send is called under the race's lock, once attempt a is admitted
+	// and its target chosen (first: the race's first attempt): it takes
+	// from the request what the attempt sends (the request is the
+	// caller's again once the lock is let go) and returns the exchange,
+	// run outside the lock on ctx, which ends when the attempt lost or the
+	// client left.
+	send(a *attempt, first bool) func(ctx context.Context) raceAnswer
+}
+
+// errNotHedged is the result of a hedge its racer did not send (see
+// racer.ready): the request cannot be sent twice after all.
+var errNotHedged = errors.New("gateway: the request cannot be sent twice: not hedged")
 
 // raceAnswer is how a raced attempt's exchange ended: with an answer v
 // (nil when it got none) whose outcome is the upstream's status code and
@@ -60,32 +73,40 @@ type raced struct {
 // it, so that a losing attempt may end after the race, and the call, are
 // over.
 type hedgeRace struct {
-	mu   sync.Mutex // protects cl, and serializes the attempts' begin on it (and send's use of the request)
-	cl   *call      // nil once the race is over
-	send racer
+	r       racer
+	mu      sync.Mutex // protects cl and started, and serializes the attempts' begin on cl (and send's use of the request)
+	cl      *call      // nil once the race is over
+	started bool       // an attempt has come: the others are hedges
 }
 
-// race runs one attempt of the hedged call c, its attempts sent by send,
+// race runs one attempt of the hedged call c, its attempts sent by r,
 // on ctx (which ends when the client left). It returns the winner's answer
 // (or the last failed one's; nil when none got one) and the outcome the
 // call's retry then judges as one attempt's. The log's target is the
 // answer's. An open answer is the caller's to settle (raced.settle).
-func (c *call) race(ctx context.Context, send racer) (*raced, sluice.Outcome) {
-	hr := &hedgeRace{cl: c, send: send}
-	r := c.lc.flow.hedge.Run(ctx, hr.attempt)
+func (c *call) race(ctx context.Context, r racer) (*raced, sluice.Outcome) {
+	hr := &hedgeRace{cl: c, r: r}
+	res := c.lc.flow.hedge.Run(ctx, hr.attempt)
 	hr.mu.Lock()
 	hr.cl = nil // c is the caller's again: a late attempt does not start
 	hr.mu.Unlock()
-	w, _ := r.Value.(*raced)
+	w, _ := res.Value.(*raced)
 	if w != nil {
 		c.obs.target = w.a.t
 	}
-	return w, r.Outcome
+	return w, res.Outcome
 }
 
 // attempt is one attempt of the race; ctx ends when it lost or the
 // client left.
 func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
+	hr.mu.Lock()
+	first := !hr.started
+	hr.started = true
+	hr.mu.Unlock()
+	if !first && !hr.r.ready(ctx) {
+		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: errNotHedged}}
+	}
 	hr.mu.Lock()
 	if hr.cl == nil {
 		hr.mu.Unlock()
@@ -95,7 +116,7 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 	cl := *hr.cl // settle reads the call's settings only
 	var exchange func(context.Context) raceAnswer
 	if err == nil {
-		exchange = hr.send(&a)
+		exchange = hr.r.send(&a, first)
 	}
 	hr.mu.Unlock()
 	if err != nil {

@@ -36,7 +36,7 @@ func (x *exchange) race() (*fasthttp.Response, sluice.Outcome) {
 		case <-done:
 		}
 	}()
-	w, o := x.c.race(ctx, x.raceAttempt)
+	w, o := x.c.race(ctx, httpRacer{x})
 	var resp *fasthttp.Response
 	if w != nil {
 		resp = w.v.(*fasthttp.Response)
@@ -45,10 +45,16 @@ func (x *exchange) race() (*fasthttp.Response, sluice.Outcome) {
 	return resp, o
 }
 
-// raceAttempt is the racer of x's race: the request, prepared for a's
-// target, is copied (under the race's lock), then sent on a connection of
-// its own, cut when the attempt loses or the client leaves.
-func (x *exchange) raceAttempt(a *attempt) func(context.Context) raceAnswer {
+// httpRacer is the racer of an exchange's race: every attempt sends the
+// request, whose body is in memory; an attempt's request, prepared for
+// its target, is copied (under the race's lock), then sent on a
+// connection of its own, cut when the attempt loses or the client leaves.
+type httpRacer struct{ x *exchange }
+
+func (httpRacer) ready(context.Context) bool { return true }
+
+func (r httpRacer) send(a *attempt, _ bool) func(context.Context) raceAnswer {
+	x := r.x
 	lc := x.rt.life
 	req := fasthttp.AcquireRequest()
 	x.prepare(a.t, a.span).CopyTo(req)
