@@ -669,12 +669,17 @@ type Fallback struct {
 	// GRPCCode is GRPCStatus's number (-1 when it names none). Set by
 	// Parse and Load.
 	GRPCCode int `yaml:"-"`
-	// Static reports whether the static answer is the last level: when
-	// status, content_type, body, grpc_status or grpc_message is given, or
-	// when neither upstream nor
-	// last_good is (a fallback of the static answer alone). Set by Parse
-	// and Load.
+	// Static reports whether the static answer is the last level of HTTP
+	// requests: when status, content_type or body is given, or when
+	// neither upstream nor last_good is (a fallback of the static answer
+	// alone). Set by Parse and Load.
 	Static bool `yaml:"-"`
+	// GRPCStatic reports whether the static answer is the last level of
+	// gRPC calls: when Static is, or grpc_status or grpc_message is given.
+	// A fallback whose static fields are gRPC's alone answers gRPC calls
+	// only: an HTTP request its other levels cannot answer gets the
+	// route's own answer. Set by Parse and Load.
+	GRPCStatic bool `yaml:"-"`
 }
 
 // Load reads, decodes, defaults and validates the file at path.

@@ -382,7 +382,7 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 // DEADLINE_EXCEEDED) in its trailers. A failing Trailers-Only answer is
 // not sent when the route has a static fallback, which answers instead.
 func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, read []byte) error {
-	if resp.Header.Get(hdrGRPCStatus) != "" && c.rt.life.fallback != nil && c.rt.life.fallback.Static {
+	if resp.Header.Get(hdrGRPCStatus) != "" && c.rt.life.fallback != nil && c.rt.life.fallback.GRPCStatic {
 		// Trailers-Only: when it is a failure, nothing was sent of it
 		// and the route's static fallback replaces it.
 		if err := grpcStatus(resp.Header, nil); err != nil {
