@@ -71,8 +71,9 @@ type grpcCall struct {
 	rest              io.Reader   // the request when it streams
 	sent              bool        // rest was given to an attempt
 	tee               *requestTee // rest, kept for a hedge (see keepRequest); nil when not
-	// hold: the call may be retried or hedged, so an answer is read whole
-	// before any of it is sent.
+	// hold: the call may be retried (its request is read whole), so an
+	// answer is read whole before any of it is sent; a hedged call's
+	// attempts read theirs up to the first message (see grpchedge.go).
 	hold  bool
 	held  *heldAnswer  // the last attempt's answer, read whole
 	wrote bool         // an answer was sent to the client (headers at least)
