@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 )
@@ -45,15 +43,7 @@ func startGRPCStreamers(t *testing.T) *grpcStreamers {
 	checkLeaks(t)
 	s := &grpcStreamers{next: make(chan struct{}), first: make(chan string, 8), cancelled: make(chan string, 8), calls: map[string]int{}}
 	for i, name := range []string{"a", "b"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.addrs[i] = ln.Addr().String()
-		srv := grpc.NewServer()
-		testgrpc.RegisterTestServiceServer(srv, &grpcStreamer{name: name, s: s})
-		go srv.Serve(ln)
-		t.Cleanup(srv.Stop)
+		s.addrs[i] = serveTestService(t, &grpcStreamer{name: name, s: s})
 	}
 	return s
 }
@@ -123,28 +113,6 @@ func (g *grpcStreamer) StreamingInputCall(st testgrpc.TestService_StreamingInput
 	}
 }
 
-// hedgeStreamGateway starts a gateway on engine with a route "grpc" to
-// both of s's servers that hedges every TestService method, and retries
-// too when retry is given (a YAML flow mapping), and returns a client.
-func hedgeStreamGateway(t *testing.T, engine string, s *grpcStreamers, retry string) (*testGateway, testgrpc.TestServiceClient) {
-	t.Helper()
-	policies := "hedge: {delay: 50ms, budget: 1}"
-	if retry != "" {
-		policies += ", retry: " + retry
-	}
-	gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["http://%s", "http://%s"]}
-routes:
-  - name: grpc
-    upstream: up
-    grpc: {idempotent: ["/grpc.testing.TestService/*"]}
-    policies: {%s}
-`, engine, s.addrs[0], s.addrs[1], policies))
-	return gw, grpcClient(t, gw.Addr)
-}
-
 // recvStream reads want messages of st, each of size bytes, letting the
 // server send the next only once one is read, then the stream's end; it
 // returns the first message's server name.
@@ -187,7 +155,11 @@ func TestGRPCHedgedServerStreamFlows(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		for _, retry := range []string{"", "{attempts: 2}"} {
 			s := startGRPCStreamers(t)
-			gw, c := hedgeStreamGateway(t, engine, s, retry)
+			policies := "hedge: {delay: 50ms, budget: 1}"
+			if retry != "" {
+				policies += ", retry: " + retry
+			}
+			gw, c := grpcHedgeGateway(t, engine, s.addrs, policies)
 			params := make([]*testgrpc.ResponseParameters, 8)
 			for i := range params {
 				params[i] = &testgrpc.ResponseParameters{Size: 256 << 10}
@@ -238,7 +210,7 @@ func TestGRPCHedgedServerStreamFlows(t *testing.T) {
 func TestGRPCHedgeOnlyStreamsNotHeld(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		s := startGRPCStreamers(t)
-		gw, c := hedgeStreamGateway(t, engine, s, "")
+		gw, c := grpcHedgeGateway(t, engine, s.addrs, "hedge: {delay: 50ms, budget: 1}")
 		st, err := c.FullDuplexCall(callCtx(t))
 		if err != nil {
 			t.Fatal(err)

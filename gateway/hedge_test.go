@@ -81,6 +81,11 @@ func (r *racers) attempts(id string) int {
 // hedgeGateway starts a gateway on engine with one route to rs whose
 // policies are the YAML flow mapping's entries policies.
 func hedgeGateway(t *testing.T, engine string, rs *racers, policies string) *testGateway {
+	return hedgeGatewayTo(t, engine, rs.a, rs.b, policies)
+}
+
+// hedgeGatewayTo is hedgeGateway to the targets a and b.
+func hedgeGatewayTo(t *testing.T, engine string, a, b *upstream, policies string) *testGateway {
 	return startGateway(t, parseConfig(t, `
 server: {engine: %s}
 upstreams:
@@ -89,7 +94,7 @@ routes:
   - name: r
     upstream: up
     policies: {%s}
-`, engine, rs.a.URL, rs.b.URL, policies))
+`, engine, a.URL, b.URL, policies))
 }
 
 // awaitClosed waits for ch to close, failing the test after waitLimit.
@@ -327,17 +332,7 @@ func TestHedgeRefusedKeepsUpstreamAnswer(t *testing.T) {
 			}
 		}
 		a, b := startUpstream(t, "a", h), startUpstream(t, "b", h)
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s", "%s"]}
-routes:
-  - name: r
-    upstream: up
-    policies:
-      hedge: {delay: 50ms, budget: 1}
-      concurrency: {max: 1, queue: 2, max_wait: 1s}
-`, engine, a.URL, b.URL))
+		tg := hedgeGatewayTo(t, engine, a, b, "hedge: {delay: 50ms, budget: 1}, concurrency: {max: 1, queue: 2, max_wait: 1s}")
 		c := newClient(t)
 		queued := func(n int) func() bool {
 			return func() bool { return tg.routeStatus(t, "r").ConcurrencyQueued == n }

@@ -274,18 +274,23 @@ func TestBudget(t *testing.T) {
 	}
 }
 
-func TestAllFailReturnsLastFailure(t *testing.T) {
-	fc := clock.NewFake(time.Time{})
-	d := newDiscards()
-	seen := make(chan sluice.Result)
-	p := mustNew(t, Options{
+// seenPolicy returns a Policy of up to maxHedges hedges on a fake clock,
+// recording its discards; each failure Run sees is sent on seen (by
+// Final), so that a test can order them.
+func seenPolicy(t *testing.T, maxHedges int) (p *Policy, fc *clock.Fake, d *discards, seen chan sluice.Result) {
+	fc, d, seen = clock.NewFake(time.Time{}), newDiscards(), make(chan sluice.Result)
+	p = mustNew(t, Options{
 		Delay:     delay,
-		MaxHedges: 2,
+		MaxHedges: maxHedges,
 		Clock:     fc,
 		Discard:   d.discard,
-		// Final reports each failure Run sees, so the test can order them.
-		Final: func(r sluice.Result) bool { seen <- r; return false },
+		Final:     func(r sluice.Result) bool { seen <- r; return false },
 	})
+	return p, fc, d, seen
+}
+
+func TestAllFailReturnsLastFailure(t *testing.T) {
+	p, fc, d, seen := seenPolicy(t, 2)
 	h := newHeld()
 	out := runAsync(p, context.Background(), h.next)
 	as := []*att{<-h.started}
@@ -316,15 +321,7 @@ func TestAllFailReturnsLastFailure(t *testing.T) {
 // the refusal. (It returned the refusal, and discarded the failure's
 // value.)
 func TestRefusedHedgeKeepsFailure(t *testing.T) {
-	fc := clock.NewFake(time.Time{})
-	d := newDiscards()
-	seen := make(chan sluice.Result)
-	p := mustNew(t, Options{
-		Delay:   delay,
-		Clock:   fc,
-		Discard: d.discard,
-		Final:   func(r sluice.Result) bool { seen <- r; return false },
-	})
+	p, fc, d, seen := seenPolicy(t, 1)
 	h := newHeld()
 	out := runAsync(p, context.Background(), h.next)
 	a0 := <-h.started
