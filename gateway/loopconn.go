@@ -52,7 +52,8 @@ const (
 // clientConn is a client connection served on an event loop: one request
 // at a time (loopRequest); pipelined requests wait in the loop's buffer.
 type clientConn struct {
-	c     gnet.Conn
+	c     gnet.Conn // tls itself, for a connection of the TLS listener
+	tls   *loopTLS  // nil: plaintext
 	l     *loop
 	ctx   fasthttp.RequestCtx
 	state connState
@@ -121,6 +122,13 @@ type loopRequest struct {
 
 // open starts serving c on its loop.
 func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
+	if t := cc.tls; t != nil {
+		t.Conn, c = c, t
+		// tls.Conn may hold records already (a client can send its first
+		// request in the flight of its Finished): no read event would
+		// tell.
+		_ = c.Wake(nil)
+	}
 	cc.c, cc.l = c, e.loopOf(c)
 	cc.peer = netAddr(c.RemoteAddr())
 	cc.peerText = cc.peer.AppendTo(nil)
@@ -137,15 +145,22 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 }
 
 // closed is the connection's end (err is why: io.EOF when the client
-// closed or shut its side, see halfClose), or the loop's part of it after
-// a hand-over. A request still upstream is cancelled (see cancel). A
-// response waiting to stream is dropped with its upstream connection.
+// closed or shut its side, see halfClose, as a TLS client's close_notify
+// is taken), or the loop's part of it after a hand-over. A request
+// still upstream is cancelled (see cancel). A response waiting to stream
+// is dropped with its upstream connection.
 func (cc *clientConn) closed(err error) {
 	cc.wake.Stop()
 	cc.l.e.conns.Add(-1)
 	delete(cc.l.conns, cc)
+	if cc.tls != nil && cc.tls.eof {
+		err = io.EOF
+	}
 	if errors.Is(err, io.EOF) && cc.halfClose() {
 		return
+	}
+	if cc.tls != nil {
+		cc.tls.closedTLS()
 	}
 	switch cc.state {
 	case stateBusy:
