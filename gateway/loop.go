@@ -45,7 +45,9 @@ const loopsSupported = true
 // a slow client paces the upstream as on the goroutine engine, and its
 // connection then returns to its loop. A hand-over moves the socket
 // itself, with the bytes the loop had read, so nothing is lost and nothing
-// is read twice. A client that shuts down its sending side after its
+// is read twice. The loops serve the TLS listener's HTTP/1.1 too, once
+// its handshake is done (see loopTLS): they decrypt and encrypt on the
+// loop, and the same code serves its requests. A client that shuts down its sending side after its
 // requests is answered all the same (see halfClose).
 type loopEngine struct {
 	gnet.BuiltinEventEngine
@@ -78,6 +80,7 @@ type loop struct {
 	bw    *bufio.Writer // serializes messages into out
 	idle  map[*target][]*upConn
 	conns map[*clientConn]struct{}
+	plain [][]byte // buffers for TLS plaintext, free (see loopTLS.settle)
 }
 
 // sliceWriter collects what is written to it.
@@ -129,6 +132,9 @@ func (e *loopEngine) serve(ln net.Listener) error {
 			if e.g.closing.Load() {
 				return nil
 			}
+			e.enrolling.Lock() // no TLS connection joins loops that stop
+			e.draining.Store(true)
+			e.enrolling.Unlock()
 			_ = e.handoff.Close()
 			<-e.served
 			return errors.Join(err, e.cli.Stop())
@@ -255,10 +261,12 @@ func (e *loopEngine) OnTraffic(c gnet.Conn) gnet.Action {
 			if !t.feed() {
 				return gnet.Close
 			}
-			if a := v.serve(); a != gnet.None || !t.eof {
-				return a
+			a := v.serve()
+			t.settle()
+			if a == gnet.None && t.eof {
+				return gnet.Close // close_notify: closed takes it as the end of the stream
 			}
-			return gnet.Close // close_notify: closed takes it as the end of the stream
+			return a
 		}
 		return v.serve()
 	case *upConn:

@@ -122,14 +122,15 @@ type loopRequest struct {
 
 // open starts serving c on its loop.
 func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
+	cc.l = e.loopOf(c)
 	if t := cc.tls; t != nil {
-		t.Conn, c = c, t
+		t.Conn, t.l, c = c, cc.l, t
 		// tls.Conn may hold records already (a client can send its first
 		// request in the flight of its Finished): no read event would
 		// tell.
 		_ = c.Wake(nil)
 	}
-	cc.c, cc.l = c, e.loopOf(c)
+	cc.c = c
 	cc.peer = netAddr(c.RemoteAddr())
 	cc.peerText = cc.peer.AppendTo(nil)
 	cc.ctx.Init2(connAddrs{c}, fasthttpLogger{e.g.log}, false)
@@ -404,10 +405,11 @@ func (cc *clientConn) leave() (net.Conn, error) {
 
 // handOver gives the connection to the goroutine engine with the bytes of
 // its next request, once the client has read every response sent to it;
-// or to the HTTP/2 engine when they are the HTTP/2 preface.
+// or to the HTTP/2 engine when they are the HTTP/2 preface on a plaintext
+// connection (over TLS, only ALPN chooses HTTP/2).
 func (cc *clientConn) handOver() gnet.Action {
 	buf, _ := cc.c.Peek(-1)
-	h2 := isH2CPreface(buf)
+	h2 := cc.tls == nil && isH2CPreface(buf)
 	nc, err := cc.leave()
 	if nc == nil && err == nil {
 		return gnet.None

@@ -40,9 +40,10 @@ const maxKeptTLSOut = 256 << 10
 // (feed), record by record, until tls.Conn would wait for more.
 type loopTLS struct {
 	gnet.Conn
+	l     *loop
 	tc    *tls.Conn
 	sw    *sockSwitch
-	plain []byte // decrypted; plain[off:] is not consumed yet
+	plain []byte // decrypted; plain[off:] is not consumed yet; nil when none is (see settle)
 	off   int
 	eof   bool // the client sent close_notify
 	done  bool // taken out of the loop, or closed: nothing more is written
@@ -119,11 +120,39 @@ func (t *loopTLS) decrypt() bool {
 // grow makes room for a record's plaintext, moving what is not consumed
 // to the start.
 func (t *loopTLS) grow() {
+	if t.plain == nil {
+		t.plain = t.l.plainBuf()
+	}
 	if t.off > 0 {
 		t.plain = t.plain[:copy(t.plain, t.plain[t.off:])]
 		t.off = 0
 	}
 	t.plain = slices.Grow(t.plain, tlsChunk)
+}
+
+// settle ends the connection's event: when all its plaintext was
+// consumed, its buffer goes back to the loop, so that a connection waiting
+// for its next request keeps none.
+func (t *loopTLS) settle() {
+	l := t.l
+	if t.plain == nil || t.InboundBuffered() > 0 || cap(t.plain) > 4*tlsChunk || len(l.plain) >= maxFreePlain {
+		return
+	}
+	l.plain = append(l.plain, t.plain[:0])
+	t.plain, t.off = nil, 0
+}
+
+// maxFreePlain bounds the free plaintext buffers a loop keeps.
+const maxFreePlain = 64
+
+// plainBuf returns a free plaintext buffer of l's, or a new one.
+func (l *loop) plainBuf() []byte {
+	if n := len(l.plain); n > 0 {
+		b := l.plain[n-1]
+		l.plain = l.plain[:n-1]
+		return b
+	}
+	return make([]byte, 0, 2*tlsChunk)
 }
 
 // consumed moves past n bytes of plaintext.

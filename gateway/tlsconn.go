@@ -6,14 +6,15 @@ import (
 	"os"
 )
 
-// tlsConn is a connection of the TLS listener that the goroutine engine
-// serves (HTTP/1.1): fasthttp finds it TLS (it has ConnectionState), and
-// the handler too (overTLS). Its socket cannot be peeked at for a client
-// that leaves, as a plaintext one is (the bytes there are records, and a
-// client that closes sends one first), so its watch reads instead
-// (waitLeft), keeping a byte that comes for the next Read. Only the
-// goroutine that serves the connection reads it, or the watch while that
-// goroutine waits for it (see clientWatch).
+// tlsConn is a connection of the TLS listener (HTTP/1.1) that the
+// goroutine engine serves, from the listener or from a loop (see
+// loopTLS.detach), or that a loop took out to stream a response: fasthttp
+// finds it TLS (it has ConnectionState), and the handler too (overTLS).
+// Its socket cannot be peeked at for a client that leaves, as a plaintext
+// one is (the bytes there are records, and a client that closes sends one
+// first), so its watch reads instead (waitLeft), keeping a byte that comes
+// for the next Read. Only the goroutine that serves the connection reads
+// it, or the watch while that goroutine waits for it (see clientWatch).
 type tlsConn struct {
 	*tls.Conn
 	// ahead is plaintext read already, read before the connection: what
