@@ -161,7 +161,7 @@ func (cc *clientConn) closed(err error) {
 		return
 	}
 	if cc.tls != nil {
-		cc.tls.closedTLS()
+		cc.tls.closing()
 	}
 	switch cc.state {
 	case stateBusy:

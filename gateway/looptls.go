@@ -324,6 +324,15 @@ func (t *loopTLS) AsyncWritev(bs [][]byte, callback gnet.AsyncCallback) error {
 	}))
 }
 
-// closedTLS marks the connection closed: a write queued for the loop
-// (AsyncWrite) finds it so.
-func (t *loopTLS) closedTLS() { t.done = true }
+// closing sends close_notify as the loop closes the connection (gnet
+// sends what it holds before it closes the socket), as tls.Conn's Close
+// does, unless the connection was taken out of the loop; then it marks
+// the connection closed: a write queued for the loop (AsyncWrite) finds it
+// so.
+func (t *loopTLS) closing() {
+	if !t.done {
+		_ = t.tc.CloseWrite()
+		_ = t.flush()
+	}
+	t.done = true
+}
