@@ -361,3 +361,27 @@ func TestLoopTLSReadHeaderTimeout(t *testing.T) {
 		t.Fatal("a stalled request's connection is still open")
 	}
 }
+
+// TestLoopTLSLimits checks the plaintext listener's limits on the TLS
+// listener's HTTP/1.1, after decryption: a head over
+// server.max_header_bytes is refused (431, or 400) and a body over
+// server.max_body_bytes too (413), on each engine.
+func TestLoopTLSLimits(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		_, addr, ca := loopTLSGateway(t, engine, ", max_header_bytes: 4096, max_body_bytes: 1000")
+		c, br := dialTLS(t, addr, ca.Pool, "http/1.1")
+		if _, err := io.WriteString(c, "GET /long HTTP/1.1\r\nHost: x\r\nX-Long: "+strings.Repeat("l", 8000)+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if resp, _ := readResponse(t, br); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge && resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a head over max_header_bytes: %d, want 431 or 400", resp.StatusCode)
+		}
+		c, br = dialTLS(t, addr, ca.Pool, "http/1.1")
+		if _, err := io.WriteString(c, "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n"+strings.Repeat("b", 2000)); err != nil {
+			t.Fatal(err)
+		}
+		if resp, _ := readResponse(t, br); resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("a body over max_body_bytes: %d, want 413", resp.StatusCode)
+		}
+	})
+}
