@@ -45,10 +45,11 @@ const loopsSupported = true
 // a slow client paces the upstream as on the goroutine engine, and its
 // connection then returns to its loop. A hand-over moves the socket
 // itself, with the bytes the loop had read, so nothing is lost and nothing
-// is read twice. The loops serve the TLS listener's HTTP/1.1 too, once
-// its handshake is done (see loopTLS): they decrypt and encrypt on the
-// loop, and the same code serves its requests. A client that shuts down its sending side after its
-// requests is answered all the same (see halfClose).
+// is read twice. A client that shuts down its sending side after its
+// requests is answered all the same (see halfClose). The loops serve the
+// TLS listener's HTTP/1.1 too, once its handshake is done (see loopTLS):
+// they decrypt and encrypt on the loop, and the same code serves its
+// requests.
 type loopEngine struct {
 	gnet.BuiltinEventEngine
 	g       *Gateway
