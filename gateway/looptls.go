@@ -54,14 +54,18 @@ var _ gnet.Conn = (*loopTLS)(nil)
 // serveTLS has a loop serve tc, a TLS connection whose handshake is done
 // and whose client chose HTTP/1.1 (or named nothing), over sw's socket;
 // the loop takes the socket (gnet duplicates it and closes sw's). It
-// reports false, and leaves tc alone, when the loops are shutting down.
+// reports false, and leaves tc alone, when the loops are shutting down or
+// the socket is not a TCP one.
 func (e *loopEngine) serveTLS(sw *sockSwitch, tc *tls.Conn) bool {
+	raw, ok := sw.raw.(*net.TCPConn)
+	if !ok {
+		return false
+	}
 	e.enrolling.RLock()
 	defer e.enrolling.RUnlock()
 	if e.draining.Load() {
 		return false
 	}
-	raw := sw.raw
 	sw.raw = nil // the loop's from now on
 	cc := &clientConn{tls: &loopTLS{tc: tc, sw: sw}}
 	if _, err := e.cli.EnrollContext(raw, cc); err != nil {
