@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // errClientBody marks an error in reading a streamed request body from the
@@ -56,6 +58,16 @@ func newClientBody(r io.Reader, maxBody int) *clientBody {
 		return &clientBody{r: r, left: -1}
 	}
 	return &clientBody{r: r, left: int64(maxBody)}
+}
+
+// Trailer returns the trailers of the body b bounds when it has them (a
+// trailedBody's, for an HTTP/2 target), else nil: b is an
+// upstream.TrailedBody.
+func (b *clientBody) Trailer() http.Header {
+	if tb, ok := b.r.(upstream.TrailedBody); ok {
+		return tb.Trailer()
+	}
+	return nil
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
