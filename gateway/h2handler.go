@@ -58,6 +58,9 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.writeBack(w, r, rc, &ctx.Response)
 		return
 	}
+	if isH2WebSocket(r) && e.g.serveH2WebSocket(ctx, w, r) {
+		return
+	}
 	if e.g.serveStd(ctx, w, r) {
 		return
 	}
