@@ -376,3 +376,36 @@ routes:
 		})
 	})
 }
+
+// TestExtendedConnectNeedsGODEBUG pins what the gateway's HTTP/2 does
+// without GODEBUG=http2xconnect=1, as README says: its settings do not
+// announce SETTINGS_ENABLE_CONNECT_PROTOCOL, and an extended CONNECT's
+// stream is reset (PROTOCOL_ERROR), so clients open WebSockets over
+// HTTP/1.1. (When Go's default changes, this fails: README and
+// websocket_h2.go are to be told.)
+func TestExtendedConnectNeedsGODEBUG(t *testing.T) {
+	if strings.Contains(os.Getenv("GODEBUG"), "http2xconnect=1") {
+		t.Skip("GODEBUG has http2xconnect=1")
+	}
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startWSUpstream(t)
+		gw := wsGateway(t, engine, up, "")
+		h := dialH2(t, gw.Addr)
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok {
+			t.Fatalf("first frame %v, want SETTINGS", f)
+		}
+		if v, ok := sf.Value(http2.SettingEnableConnectProtocol); ok && v != 0 {
+			t.Errorf("SETTINGS_ENABLE_CONNECT_PROTOCOL = %d without GODEBUG=http2xconnect=1", v)
+		}
+		h.headers(t, 1, false, ":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":authority", "a.test",
+			":path", "/a", "sec-websocket-version", "13")
+		if st, _ := h.read(t, 1); st != "RST PROTOCOL_ERROR" {
+			t.Errorf("an extended CONNECT: %s, want RST PROTOCOL_ERROR", st)
+		}
+	})
+}
