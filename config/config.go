@@ -268,7 +268,10 @@ type Upstream struct {
 	// the head instead. An attempt that waits longer for its head ends as a
 	// timeout (504, and retried on timeout) on every route and engine, with
 	// or without a timeout policy; a streamed body that stalls longer is
-	// cut, and the client's connection closed. Default 60s.
+	// cut, and the client's connection closed. It does not bound a gRPC
+	// call, whose answer may come only at its end: its deadline
+	// (grpc-timeout), server.grpc_idle_timeout and the route's timeout do.
+	// Default 60s.
 	ResponseHeaderTimeout Duration `yaml:"response_header_timeout"`
 }
 
