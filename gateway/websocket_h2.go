@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -264,4 +265,11 @@ func (c *h2StreamConn) SetWriteDeadline(t time.Time) error {
 		return c.rc.SetWriteDeadline(t)
 	}
 	return nil
+}
+
+// WebSocketOverHTTP2 reports whether this process serves WebSocket over
+// HTTP/2: whether its GODEBUG environment names http2xconnect=1, read
+// the way Go's HTTP/2 server reads it once at start.
+func WebSocketOverHTTP2() bool {
+	return strings.Contains(os.Getenv("GODEBUG"), "http2xconnect=1")
 }
