@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/concurrency"
 )
 
 // errLost is the error of a hedged request's attempt that another attempt
@@ -112,7 +113,12 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 		hr.mu.Unlock()
 		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Ignored, Err: errLost}}
 	}
-	a, err := hr.cl.begin()
+	// The admission may wait (a concurrency queue), under the lock: it
+	// gives up once ctx ends (the race is over, or the client left), so
+	// that a queued hedge never keeps the lock from the winner, which
+	// takes it before its answer goes, while the winner holds the slot
+	// the hedge waits for.
+	a, err := hr.cl.beginOn(concurrency.WithPriority(ctx, concurrency.PriorityFrom(hr.cl.ctx)))
 	cl := *hr.cl // settle reads the call's settings only
 	var exchange func(context.Context) raceAnswer
 	if err == nil {
