@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 )
@@ -323,6 +324,50 @@ func TestGRPCQueuedHedgeDoesNotHoldWinner(t *testing.T) {
 				st := gw.routeStatus(t, "grpc")
 				return st.ConcurrencyInFlight == 0 && st.ConcurrencyQueued == 0
 			})
+		}
+	})
+}
+
+// TestGRPCRefusedFirstAttemptEndsRace makes, on a route that only hedges,
+// whose concurrency limit (one slot, a queue with a max_wait) another call
+// fills, a unary call whose first attempt waits in the queue past the
+// hedge's delay and is then refused: the call is answered at once with
+// UNAVAILABLE overloaded. (The hedge, due meanwhile, waited for the first
+// attempt's exchange to end or the request to end, neither of which came
+// since the first attempt never sent it: the call hung until its idle
+// timeout.)
+func TestGRPCRefusedFirstAttemptEndsRace(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := &gatedUnary{arrived: make(chan struct{}, 2), release: make(chan struct{})}
+		addr := serveTestService(t, up)
+		gw, c := grpcHedgeGateway(t, engine, [2]string{addr, addr},
+			"hedge: {delay: 50ms, budget: 1}, concurrency: {max: 1, queue: 1, max_wait: 100ms}")
+		held := make(chan error, 1)
+		go func() {
+			_, err := c.UnaryCall(callCtx(t), &testgrpc.SimpleRequest{Payload: payload([]byte("a"))})
+			held <- err
+		}()
+		<-up.arrived // the slot is taken
+		base := gw.Clock.Timers()
+		answered := make(chan error, 1)
+		go func() {
+			_, err := c.UnaryCall(callCtx(t), &testgrpc.SimpleRequest{Payload: payload([]byte("b"))})
+			answered <- err
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := gw.Clock.BlockUntil(ctx, base+3); err != nil { // the call's idle timer, the hedge's, the queue's
+			t.Fatal(err)
+		}
+		gw.Clock.Advance(50 * time.Millisecond) // the hedge is due
+		gw.Clock.Advance(50 * time.Millisecond) // the first attempt's wait ends
+		err := <-answered
+		if st := status.Convert(err); st.Code() != codes.Unavailable || st.Message() != "overloaded" {
+			t.Errorf("the refused call: %v, want UNAVAILABLE overloaded", err)
+		}
+		close(up.release)
+		if err := <-held; err != nil {
+			t.Errorf("the call that held the slot: %v", err)
 		}
 	})
 }
