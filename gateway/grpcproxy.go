@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -353,7 +354,7 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 		if http1.IsHop([]byte(k), conn) || http1.ForwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
 			continue
 		}
-		out.Header[k] = vs
+		out.Header[k] = slices.Clip(vs) // a rule's Add appends to a copy, not into the client's array another attempt shares
 	}
 	out.Header.Set("Te", "trailers")
 	out.Header.Set("X-Forwarded-For", c.xff)
