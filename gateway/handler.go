@@ -55,7 +55,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		// The connection closes: what follows the head cannot be trusted
 		// to be framed as fasthttp read it. (After writeError, which
 		// resets the response.)
-		ctx.SetConnectionClose()
+		g.closeAfter(ctx)
 		g.finish(ctx, nil, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
@@ -68,6 +68,9 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 			code, reason = fasthttp.StatusBadRequest, reasonAmbiguousHeader
 		}
 		writeError(ctx, code, reason, 0)
+		if ambiguous {
+			g.closeAfter(ctx) // a 400 closes, as nginx's does
+		}
 		g.finish(ctx, nil, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
@@ -94,6 +97,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		var ok bool
 		if limitKey, ok = rt.life.rate.keyOf(req, rt, clientIP(peer, xff, st.trusted)); !ok {
 			writeError(ctx, fasthttp.StatusBadRequest, reasonAmbiguousKey, 0)
+			g.closeAfter(ctx) // a 400 closes, as nginx's does
 			g.finish(ctx, rt, start, reasonAmbiguousKey, &x.obs)
 			g.exchanges.Put(x.reset())
 			return
@@ -118,6 +122,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		if rt.life.rate != nil {
 			rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 		}
+		g.closeAfter(ctx) // the body was refused: what follows it is not read
 		g.finish(ctx, rt, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
@@ -157,6 +162,9 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	reason, answered := answerLastGood(ctx, rt, goodKey, resp, err, fellBack != "")
 	if !answered {
 		reason = respond(ctx, rt, resp, err)
+	}
+	if errors.Is(err, errClientBody) {
+		g.closeAfter(ctx) // the body was refused (413) or broke off: the rest is not read
 	}
 	if fellBack != "" {
 		reason = fellBack

@@ -440,6 +440,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		key, ok := cc.rateKey(rt, clientIP(cc.peer, h.XForwardedFor(), st.trusted))
 		if !ok {
 			writeError(ctx, fasthttp.StatusBadRequest, reasonAmbiguousKey, 0)
+			cc.closeNext = true // a 400 closes, as nginx's does
 			cc.end(reasonAmbiguousKey)
 			cc.reply()
 			return
