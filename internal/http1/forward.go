@@ -81,7 +81,7 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !IsHop(k, h.connection) && !EqualName(k, "Host") && !ForwardedHeader(k) && !EqualName(k, "X-Request-Id") &&
+		if !IsHop(k, h.connection) && !EqualName(k, "Host") && !ForwardedHeader(k) && !RequestIDHeader(k) &&
 			(f.Traceparent == nil || !EqualName(k, "Traceparent") && !EqualName(k, "Tracestate")) && (f.Edit == nil || !f.Edit.Drops(k)) {
 			dst = append(dst, line...)
 		}
@@ -122,6 +122,14 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 func ForwardedHeader(k []byte) bool {
 	return CGIName(k, "X-Forwarded-For") || CGIName(k, "X-Forwarded-Host") || CGIName(k, "X-Forwarded-Proto") ||
 		EqualName(k, "Forwarded")
+}
+
+// RequestIDHeader reports whether k is X-Request-Id, which the gateway
+// sends in place of the client's, under any name a CGI-style server reads
+// as it (see CGIName): X_Request_Id beside the gateway's X-Request-Id would
+// give such a server the client's id, whichever line it takes.
+func RequestIDHeader(k []byte) bool {
+	return CGIName(k, "X-Request-Id")
 }
 
 // nextLine splits the first line off header lines that HeaderLine
