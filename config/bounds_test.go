@@ -98,6 +98,7 @@ routes: [{name: r, upstream: a}]
 		// control characters or ports.
 		{"match header name with a space", route + "    match: {headers: {\"X Bad\": v}}\n", `"X Bad"`, `routes[0].match.headers.X Bad: "X Bad" is not a header name`},
 		{"match header name with a colon", route + "    match: {headers: {\"X:Y\": v}}\n", `"X:Y"`, `routes[0].match.headers.X:Y: "X:Y" is not a header name`},
+		{"match header value with a comma", route + "    match: {headers: {X-Tier: \"small, big\"}}\n", `X-Tier`, `routes[0].match.headers.X-Tier: a comma makes X-Tier a list`},
 		{"match header value with CR LF", route + "    match: {headers: {X-A: \"a\\r\\nB: c\"}}\n", `X-A`, `routes[0].match.headers.X-A: a header value has no control characters`},
 		{"retry jitter", route + "    policies: {retry: {backoff: {jitter: half}}}\n", `jitter`, `routes[0].policies.retry.backoff.jitter: "half" is not one of full, equal, none`},
 		{"rate-limit key header with a space", route + "    policies: {rate_limit: {limit: 1, key: \"header:X Key\"}}\n", `key`, `routes[0].policies.rate_limit.key: "X Key" is not a header name`},

@@ -404,8 +404,13 @@ type Match struct {
 	// are RFC 9110 tokens with at most MaxKeyHeaderSeparators '-' or '_';
 	// values have no control characters but tab and no space at either
 	// end. A header is read in any case and with each '-' or '_' either
-	// one; a request that sends it on more than one line is refused (400
-	// ambiguous_header) when a route looks at it.
+	// one; a request that sends it on more than one line, or with a comma
+	// in its value, is refused (400 ambiguous_header) when a route looks at
+	// it, as the comma makes it a list; but for the headers that are no
+	// list (Authorization, Proxy-Authorization, Cookie, Date,
+	// If-Modified-Since, If-Unmodified-Since, User-Agent, Referer), where a
+	// comma is part of the one value. A value with a comma in a header
+	// that may be a list is an error.
 	Headers map[string]string `yaml:"headers"`
 }
 

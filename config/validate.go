@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -432,6 +433,8 @@ func (v *validator) match(path string, m *Match) {
 		}
 		if !isHeaderValue(m.Headers[name]) {
 			v.at(hp, "a header value has no control characters and no leading or trailing space, got %q", m.Headers[name])
+		} else if strings.Contains(m.Headers[name], ",") && !http1.OneValue([]byte(name)) {
+			v.at(hp, "a comma makes %s a list, which no request is routed by (400 ambiguous_header), got %q", name, m.Headers[name])
 		}
 	}
 }

@@ -24,6 +24,7 @@ type matcher struct {
 type headerMatch struct {
 	names []string // the names it is read under (http1.CGINames)
 	value string
+	list  bool // a comma in its value makes a list (see http1.OneValue)
 }
 
 func newMatcher(m config.Match) matcher {
@@ -35,7 +36,7 @@ func newMatcher(m config.Match) matcher {
 		mt.methods = append(mt.methods, []byte(meth))
 	}
 	for k, v := range m.Headers {
-		mt.headers = append(mt.headers, headerMatch{http1.CGINames(k), v})
+		mt.headers = append(mt.headers, headerMatch{http1.CGINames(k), v, !http1.OneValue([]byte(k))})
 	}
 	return mt
 }
@@ -74,10 +75,12 @@ func (f fastRequest) PeekAt(name string, i int) []byte {
 
 // matches reports whether req is one of the route's. A header the route
 // matches by is read as a rate limit's key header is (see fieldValue): a
-// request that sends it on more than one line is ambiguous, and reported
-// so (with false), for it to be refused rather than routed by a guess: a
-// client could otherwise be sent through one route's policies while the
-// upstream reads it as another's request.
+// request that sends it on more than one line, or with a comma in its
+// value (the same list on one line) when the header may be a list (see
+// http1.OneValue), is ambiguous, and reported so (with false), for it to
+// be refused rather than routed by a guess: a client could otherwise be
+// sent through one route's policies while the upstream reads it as
+// another's request.
 func (m *matcher) matches(req request) (ok, ambiguous bool) {
 	if !bytes.HasPrefix(req.Path(), m.prefix) {
 		return false, false
@@ -100,7 +103,7 @@ func (m *matcher) matches(req request) (ok, ambiguous bool) {
 	}
 	for _, h := range m.headers {
 		v, n := fieldValue(req, h.names)
-		if n > 1 {
+		if n > 1 || h.list && bytes.IndexByte(v, ',') >= 0 {
 			return false, true
 		}
 		if string(v) != h.value {
