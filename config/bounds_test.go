@@ -76,6 +76,13 @@ routes: [{name: r, upstream: a}]
 		{"adaptive min 0", route + "    policies: {concurrency: {adaptive: {min: 0}}}\n", `adaptive`, `routes[0].policies.concurrency.adaptive: want 1 <= min <= initial <= max, got min 0`},
 		{"sample 0", base + "log: {sample: 0}\n", `sample`, `log.sample: want a fraction in (0, 1], got 0`},
 		{"path prefix empty", route + "    match: {path_prefix: \"\"}\n", `path_prefix`, `routes[0].match.path_prefix: want a path starting with /, got ""`},
+		// A route's rate-limit keys are "name|ip|...", "name|h|..." or the
+		// name alone: a '|' in a name would let one route's key be
+		// another's ("a|h|x" with key: route is route a's key header x).
+		{"route name with '|'", base + "  - {name: \"a|h|x\", upstream: a}\n", `name`, `routes[1].name: a route name has no '|'`},
+		// {prefix:key}: a ':' would let two prefixes share keys.
+		{"redis prefix with ':'", base + "store: {redis: {prefix: \"a:b\"}}\n", `prefix`, `store.redis.prefix: a key prefix has no ':', '{' or '}'`},
+		{"redis prefix with a brace", base + "store: {redis: {prefix: \"a}\"}}\n", `prefix`, `store.redis.prefix: a key prefix has no ':', '{' or '}'`},
 		{"redis addrs []", base + "store: {redis: {addrs: []}}\n", `addrs`, `store.redis.addrs: want at least one host:port`},
 		{"algorithm empty", route + "    policies: {rate_limit: {limit: 5, algorithm: \"\"}}\n", `algorithm`, `routes[0].policies.rate_limit.algorithm: "" is not one of`},
 		{"fallback content type empty", route + "    policies: {fallback: {content_type: \"\"}}\n", `content_type`, `routes[0].policies.fallback.content_type: want a media type`},

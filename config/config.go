@@ -136,7 +136,9 @@ type Redis struct {
 	OnError ratelimit.ErrorPolicy `yaml:"on_error"`
 	// Timeout bounds one decision's round trip. Default 50ms, at most 1m.
 	Timeout Duration `yaml:"timeout"`
-	// Prefix starts every key. Default "sluice".
+	// Prefix starts every key, as {prefix:key}. It has no ':', '{' or '}',
+	// so that gateways of different prefixes never share a key. Default
+	// "sluice".
 	Prefix string `yaml:"prefix"`
 	// Password authenticates to Redis. Default: none.
 	Password string `yaml:"password"`
@@ -306,8 +308,9 @@ type Health struct {
 
 // Route sends matching requests to an upstream through policies.
 type Route struct {
-	// Name identifies the route in metrics, logs and /status. Required,
-	// unique.
+	// Name identifies the route in metrics, logs and /status, and starts
+	// its rate-limit keys. Required, unique, without '|' (which separates
+	// a key's parts).
 	Name string `yaml:"name"`
 	// Match says which requests the route serves.
 	Match Match `yaml:"match"`

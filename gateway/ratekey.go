@@ -96,7 +96,10 @@ func (l *rateLimit) keyOf(req request, rt *route, client netip.Addr) (string, bo
 
 // key returns whose limit a request counts against on rt: the route, or
 // the value hv of its key header (see keyValue), or its client's address
-// (see appendClient).
+// (see appendClient). A key is the route's name, alone or followed by
+// "|ip|", "|h|" or "|H|" and the client's part: route names have no '|'
+// (config validation), so no two routes' keys are ever one, whatever the
+// client's part holds.
 func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 	if l.byRoute {
 		return rt.name
