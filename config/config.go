@@ -438,9 +438,10 @@ type Policies struct {
 	// only) and the headers in CoalesceVary. An answer with Set-Cookie,
 	// Cache-Control private or no-store, Vary: * or a Vary naming an
 	// X-Forwarded-* header (the gateway sets them per client) is never
-	// shared, nor
-	// one whose Vary names a header that differs: each request that was
-	// waiting for it goes upstream itself. Default false.
+	// shared, nor one whose Vary names a header that differs: each request
+	// that was waiting for it goes upstream itself. Every header is
+	// compared under each name a CGI-style server reads as it (any case,
+	// '_' for '-': X_Tenant is X-Tenant). Default false.
 	Coalesce bool `yaml:"coalesce"`
 	// CoalesceVary lists more request headers that must be equal for
 	// requests to coalesce, for an upstream that answers by them without
