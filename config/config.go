@@ -473,7 +473,10 @@ type RateLimit struct {
 	// token with at most MaxKeyHeaderSeparators '-' or '_'; the gateway
 	// reads the header under NAME in any case and with each '-' or '_'
 	// either one, and refuses (400) a request that sends it more than once
-	// or with a comma in its value.
+	// or with a comma in its value; but a header that is no list
+	// (Authorization, Proxy-Authorization, Cookie, the dates, User-Agent,
+	// Referer: see Match.Headers) is keyed by its whole value, commas
+	// included (Digest credentials).
 	Key Source `yaml:"key"`
 	// IPv6Prefix is how many leading bits of an IPv6 client's address key
 	// it with key: ip. Default 64, the block one site or device is given,

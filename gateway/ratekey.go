@@ -39,7 +39,7 @@ var errAmbiguousKey = &keyError{}
 type keyError struct{}
 
 func (*keyError) Error() string {
-	return "gateway: the rate-limit key header is sent more than once or holds a list"
+	return "gateway: the rate-limit key header is sent more than once or as a list"
 }
 func (*keyError) AnswerStatus() (int, string) { return http.StatusBadRequest, reasonAmbiguousKey }
 func (*keyError) GRPCCode() codes.Code        { return codes.InvalidArgument }
@@ -56,10 +56,13 @@ const (
 // keyValue returns the value of l's key header in req (nil when absent),
 // without surrounding spaces and tabs, or nil and false when req is to be
 // refused with errAmbiguousKey: the header comes on more than one field
-// line under any of l.names, or its value holds a comma.
+// line under any of l.names, or its value holds a comma and the header may
+// be a list (the same list on one line; see http1.OneValue: the comma in
+// Authorization's Digest credentials, say, is part of its one value, which
+// is the key).
 func (l *rateLimit) keyValue(req request) ([]byte, bool) {
 	v, n := fieldValue(req, l.names)
-	if n > 1 || bytes.IndexByte(v, ',') >= 0 {
+	if n > 1 || !l.one && bytes.IndexByte(v, ',') >= 0 {
 		return nil, false
 	}
 	return v, true
