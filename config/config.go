@@ -45,7 +45,11 @@ type Config struct {
 	// header is believed when taking a client's address (and extended on
 	// the way upstream), and whose X-Forwarded-Host and X-Forwarded-Proto
 	// go upstream as they came (a proxy in front that terminated TLS says
-	// https). Default: none, so the peer address is always used, and the
+	// https). The client is the right-most X-Forwarded-For entry that is
+	// not a trusted proxy; an entry with a port ("192.0.2.1:4711",
+	// "[2001:db8::1]:4711") is read without it, and one that is no
+	// address ("unknown") makes the trusted proxy that added it the
+	// client. Default: none, so the peer address is always used, and the
 	// gateway sets X-Forwarded-Host to the client's Host and
 	// X-Forwarded-Proto to http.
 	TrustedProxies []string `yaml:"trusted_proxies"`

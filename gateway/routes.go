@@ -161,20 +161,23 @@ func netAddr(a net.Addr) netip.Addr {
 // clientIP is the client's address: the peer's, or, when the peer is a
 // trusted proxy, the right-most address in xff (the request's
 // X-Forwarded-For) that is not itself a trusted proxy (the left-most
-// entries can be forged by the client).
+// entries can be forged by the client). An entry may carry a port (see
+// http1.ForwardedAddr), which is not part of the address; an entry that
+// is no address ends the walk at the trusted proxy that wrote it, whose
+// address is then the client's: a client never chooses its key by
+// writing junk.
 func clientIP(peer netip.Addr, xff []byte, trusted trustedProxies) netip.Addr {
 	if len(trusted) == 0 || !trusted.contains(peer) {
 		return peer
 	}
 	for len(xff) > 0 {
 		i := bytes.LastIndexByte(xff, ',')
-		part := bytes.TrimSpace(xff[i+1:])
+		part := xff[i+1:]
 		xff = xff[:max(i, 0)]
-		a, err := netip.ParseAddr(string(part))
-		if err != nil {
+		a, ok := http1.ForwardedAddr(part)
+		if !ok {
 			return peer
 		}
-		a = a.Unmap()
 		if !trusted.contains(a) {
 			return a
 		}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/internal/invalid"
 )
 
@@ -58,8 +59,10 @@ func clientIPKey(ipv6Bits int, trusted []netip.Prefix) func(*http.Request) strin
 // trustedProxies, the right-most address of the X-Forwarded-For list (all
 // its header lines read as one list) that is not itself a trusted proxy.
 // The entries to the left of it can be forged by the client and are never
-// read; an entry that is not an address ends the walk at the trusted proxy
-// that added it. With no trustedProxies, X-Forwarded-For is ignored. IPv4
+// read. An entry may carry the port some proxies write ("192.0.2.1:4711",
+// "[2001:db8::1]:4711"), which is not part of the address; an entry that
+// is not an address ("unknown") ends the walk at the trusted proxy that
+// added it, whose address is then the client's. With no trustedProxies, X-Forwarded-For is ignored. IPv4
 // addresses mapped into IPv6 are unmapped. It returns the zero Addr when
 // r.RemoteAddr is not an IP address.
 func ClientIP(r *http.Request, trustedProxies []netip.Prefix) netip.Addr {
@@ -74,13 +77,12 @@ func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	xff := strings.Join(r.Header.Values("X-Forwarded-For"), ",")
 	for xff != "" {
 		i := strings.LastIndexByte(xff, ',')
-		part := strings.TrimSpace(xff[i+1:])
+		part := xff[i+1:]
 		xff = xff[:max(i, 0)]
-		a, err := netip.ParseAddr(part)
-		if err != nil {
+		a, ok := http1.ForwardedAddr([]byte(part))
+		if !ok {
 			return peer
 		}
-		a = a.Unmap()
 		if !contains(trusted, a) {
 			return a
 		}

@@ -38,6 +38,13 @@ func TestClientIP(t *testing.T) {
 		{"IPv6 peer", "[::1]:4711", []string{"2001:db8::7"}, trusted, "2001:db8::7"},
 		{"mapped IPv4 unmapped", "[::ffff:10.0.0.1]:4711", []string{"::ffff:198.51.100.1"}, trusted, "198.51.100.1"},
 		{"no port", "203.0.113.7", nil, trusted, "203.0.113.7"},
+		// Some proxies write ports: the address is the client's (it was
+		// no address, and every client was the proxy).
+		{"entry with a port", "10.0.0.1:4711", []string{"198.51.100.1:1234"}, trusted, "198.51.100.1"},
+		{"IPv6 entry with a port", "10.0.0.1:4711", []string{"[2001:db8::7]:1234"}, trusted, "2001:db8::7"},
+		{"IPv6 entry in brackets", "10.0.0.1:4711", []string{"[2001:db8::7]"}, trusted, "2001:db8::7"},
+		{"trusted entry with a port", "10.0.0.1:4711", []string{"198.51.100.1, 10.0.0.2:80"}, trusted, "198.51.100.1"},
+		{"unknown: the proxy", "10.0.0.1:4711", []string{"198.51.100.1, unknown"}, trusted, "10.0.0.1"},
 		{"not an address", "@unix", nil, trusted, "invalid IP"},
 	}
 	for _, tt := range tests {
