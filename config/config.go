@@ -400,7 +400,8 @@ type HeaderEdit struct {
 // matches everything.
 type Match struct {
 	// Host matches the request's host (without port), exactly but for
-	// case: a DNS name, an IPv4 address or a bracketed IPv6 address, with no
+	// case and a trailing dot ("api.example." is "api.example", as to nginx):
+	// a DNS name, an IPv4 address or a bracketed IPv6 address, with no
 	// port. Default: any.
 	Host string `yaml:"host"`
 	// PathPrefix matches the start of the path. Default "/".

@@ -14,7 +14,7 @@ import (
 
 // matcher decides whether a route serves a request.
 type matcher struct {
-	host    []byte   // exact host without port; nil = any
+	host    []byte   // exact host, lower case, without port or trailing dot; nil = any
 	prefix  []byte   // path prefix; "/" matches all
 	methods [][]byte // nil = any
 	headers []headerMatch
@@ -30,7 +30,7 @@ type headerMatch struct {
 func newMatcher(m config.Match) matcher {
 	mt := matcher{prefix: []byte(m.PathPrefix)}
 	if m.Host != "" {
-		mt.host = []byte(strings.ToLower(m.Host))
+		mt.host = []byte(strings.ToLower(strings.TrimSuffix(m.Host, ".")))
 	}
 	for _, meth := range m.Methods {
 		mt.methods = append(mt.methods, []byte(meth))
@@ -98,7 +98,7 @@ func (m *matcher) matches(req request) (ok, ambiguous bool) {
 			return false, false
 		}
 	}
-	if m.host != nil && !bytes.EqualFold(stripPort(req.Host()), m.host) {
+	if m.host != nil && !bytes.EqualFold(bytes.TrimSuffix(stripPort(req.Host()), dot), m.host) {
 		return false, false
 	}
 	for _, h := range m.headers {
@@ -112,6 +112,11 @@ func (m *matcher) matches(req request) (ok, ambiguous bool) {
 	}
 	return true, false
 }
+
+// dot ends a fully qualified host name: "api.example." is "api.example"
+// to a name server, and to an upstream that routes by host (nginx drops
+// it), so the route matched by one matches the other.
+var dot = []byte(".")
 
 func stripPort(host []byte) []byte {
 	if i := bytes.LastIndexByte(host, ':'); i >= 0 && !bytes.Contains(host[i:], []byte("]")) {
