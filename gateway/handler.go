@@ -64,11 +64,11 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	rt, ambiguous := st.route(req)
 	if rt == nil {
 		code, reason := fasthttp.StatusNotFound, "no_route"
-		if ambiguous {
-			code, reason = fasthttp.StatusBadRequest, reasonAmbiguousHeader
+		if ambiguous != "" {
+			code, reason = fasthttp.StatusBadRequest, ambiguous
 		}
 		writeError(ctx, code, reason, 0)
-		if ambiguous {
+		if ambiguous != "" {
 			g.closeAfter(ctx) // a 400 closes, as nginx's does
 		}
 		g.finish(ctx, nil, start, reason, &x.obs)

@@ -239,7 +239,7 @@ func (cc *clientConn) serve() gnet.Action {
 			return cc.handOver()
 		}
 		rt, ambiguous := st.route(h)
-		if ambiguous || h.ContentLength() > loopBody || (srv.MaxBodyBytes > 0 && h.ContentLength() > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
+		if ambiguous != "" || h.ContentLength() > loopBody || (srv.MaxBodyBytes > 0 && h.ContentLength() > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
 			return cc.handOver()
 		}
 		if len(buf) < hlen+h.ContentLength() {

@@ -46,11 +46,13 @@ func (*keyError) GRPCCode() codes.Code        { return codes.InvalidArgument }
 
 // The reasons the gateway refuses an ambiguous request with (400):
 // reasonAmbiguousKey for its rate-limit key header (errAmbiguousKey),
-// reasonAmbiguousHeader for a header its route is matched by (see
-// state.route).
+// reasonAmbiguousHeader for a header its route is matched by, and
+// reasonAmbiguousPath for a path whose segment parameters change its
+// route (see state.route).
 const (
 	reasonAmbiguousKey    = "ambiguous_key"
 	reasonAmbiguousHeader = "ambiguous_header"
+	reasonAmbiguousPath   = "ambiguous_path"
 )
 
 // keyValue returns the value of l's key header in req (nil when absent),

@@ -113,6 +113,36 @@ func (m *matcher) matches(req request) (ok, ambiguous bool) {
 	return true, false
 }
 
+// paramless is a request read with another path: its path without
+// segment parameters (see withoutParams).
+type paramless struct {
+	request
+	path []byte
+}
+
+func (p paramless) Path() []byte { return p.path }
+
+// withoutParams returns path with each segment's parameters (from a ';'
+// to the segment's end) removed, as servlet containers read a path
+// (Tomcat serves /admin;x/users as /admin/users).
+func withoutParams(path []byte) []byte {
+	out := make([]byte, 0, len(path))
+	for len(path) > 0 {
+		i := bytes.IndexByte(path, ';')
+		if i < 0 {
+			return append(out, path...)
+		}
+		out = append(out, path[:i]...)
+		path = path[i:]
+		if j := bytes.IndexByte(path, '/'); j >= 0 {
+			path = path[j:]
+		} else {
+			path = nil
+		}
+	}
+	return out
+}
+
 // dot ends a fully qualified host name: "api.example." is "api.example"
 // to a name server, and to an upstream that routes by host (nginx drops
 // it), so the route matched by one matches the other.
