@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/gateway"
 )
 
 // TestBodyTooLargeClosesConnection: a body over server.max_body_bytes is
@@ -185,6 +187,57 @@ routes:
 					t.Errorf("the target was asked for %q", got)
 				}
 			})
+		}
+	})
+}
+
+// TestBodyTooLargeLingerEndsAtShutdown: shutdown ends a lingering close
+// at once, though the client still sends: the gateway closes the
+// connection, and the client's writes fail well before the lingering
+// time is up.
+func TestBodyTooLargeLingerEndsAtShutdown(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 16}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.URL))
+		c, br := dialClient(t, gw.Addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n"+strings.Repeat("z", 1024))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Fatalf("answer %d, want 413", resp.StatusCode)
+		}
+		failed := make(chan error, 1)
+		go func() { // a byte every 20 ms: the lingering never runs out of input
+			for i := 0; ; i++ {
+				if i == 1000 {
+					failed <- nil
+					return
+				}
+				if _, err := c.Write([]byte("z")); err != nil {
+					failed <- err
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		gw.stop(t)
+		select {
+		case err := <-failed:
+			if err == nil {
+				t.Error("the client's writes never failed")
+			}
+		case <-time.After(gateway.LingerTime / 2):
+			t.Errorf("the gateway still read the client's bytes %v after shutdown", gateway.LingerTime/2)
+			<-failed
 		}
 	})
 }

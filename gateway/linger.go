@@ -62,8 +62,8 @@ func (l *lingerings) close(c net.Conn, answer []byte, wt time.Duration) {
 		return
 	}
 	defer l.remove(c)
-	if wt > 0 {
-		_ = c.SetWriteDeadline(time.Now().Add(wt))
+	if wt > 0 && !l.arm(c.SetWriteDeadline, time.Now().Add(wt)) {
+		return
 	}
 	if _, err := c.Write(answer); err != nil {
 		return
@@ -76,7 +76,7 @@ func (l *lingerings) close(c net.Conn, answer []byte, wt time.Duration) {
 		if d.After(end) {
 			d = end
 		}
-		if !time.Now().Before(end) || !l.arm(c, d) {
+		if !time.Now().Before(end) || !l.arm(c.SetReadDeadline, d) {
 			return
 		}
 		if _, err := c.Read(buf); err != nil {
@@ -104,24 +104,26 @@ func (l *lingerings) remove(c net.Conn) {
 	l.mu.Unlock()
 }
 
-// arm sets c's read deadline to d unless shutdown has begun (under mu, so
-// that stop's deadline in the past is never replaced).
-func (l *lingerings) arm(c net.Conn, d time.Time) bool {
+// arm sets a deadline of a connection (set: its SetReadDeadline or
+// SetWriteDeadline) to d unless shutdown has begun (under mu, so that
+// stop's deadline in the past is never replaced).
+func (l *lingerings) arm(set func(time.Time) error, d time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped {
 		return false
 	}
-	return c.SetReadDeadline(d) == nil
+	return set(d) == nil
 }
 
-// stop ends every lingering at once, and those to come before they begin.
+// stop ends every lingering at once (a write or a read under way
+// included), and those to come before they begin.
 func (l *lingerings) stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopped = true
 	for c := range l.conns {
-		_ = c.SetReadDeadline(time.Unix(1, 0))
+		_ = c.SetDeadline(time.Unix(1, 0))
 	}
 }
 
