@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 // TestBodyTooLargeClosesConnection: a body over server.max_body_bytes is
@@ -238,6 +240,49 @@ routes:
 		case <-time.After(gateway.LingerTime / 2):
 			t.Errorf("the gateway still read the client's bytes %v after shutdown", gateway.LingerTime/2)
 			<-failed
+		}
+	})
+}
+
+// TestBodyTooLargeClosesOverTLS: over the TLS listener's HTTP/1.1 too, a
+// body over max_body_bytes sent whole before the client reads is answered
+// 413 with Connection: close, and the connection then ends.
+func TestBodyTooLargeClosesOverTLS(t *testing.T) {
+	const big = 4 << 20
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		up := startUpstream(t, "up", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, certList(ca.Server("localhost", "127.0.0.1")), up.URL))
+		addr := serveTLS(t, gw)
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * waitLimit))
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", big)
+		if _, err := io.Copy(c, io.LimitReader(newPattern(1, big), big)); err != nil {
+			t.Fatalf("sending the body: %v (the gateway cut the connection before the client read its answer)", err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("reading the answer: %v", err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !resp.Close {
+			t.Fatalf("answer %d (close %v), want 413 with Connection: close", resp.StatusCode, resp.Close)
+		}
+		if rest, err := io.ReadAll(br); len(rest) > 0 || err != nil {
+			t.Errorf("after the 413: %q, %v; want the end of the connection", rest, err)
 		}
 	})
 }
