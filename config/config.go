@@ -203,9 +203,9 @@ type Server struct {
 	// (retries), and hand everything else (coalescing, queues, a Redis
 	// store, streamed bodies, ...) to goroutines; or "goroutine": a
 	// goroutine per connection serves everything. "loop" needs Linux;
-	// elsewhere it means "goroutine". Either way, goroutines serve the tls
-	// listener's HTTP/1.1 (the loops do no TLS). A change takes effect at
-	// the next start, not on reload.
+	// elsewhere it means "goroutine". The engine serves the tls listener's
+	// HTTP/1.1 too, after the handshake. A change takes effect at the next
+	// start, not on reload.
 	Engine string `yaml:"engine"`
 }
 
@@ -275,7 +275,10 @@ type Upstream struct {
 	// the head instead. An attempt that waits longer for its head ends as a
 	// timeout (504, and retried on timeout) on every route and engine, with
 	// or without a timeout policy; a streamed body that stalls longer is
-	// cut, and the client's connection closed. Default 60s.
+	// cut, and the client's connection closed. It does not bound a gRPC
+	// call, whose answer may come only at its end: its deadline
+	// (grpc-timeout), server.grpc_idle_timeout and the route's timeout do.
+	// Default 60s.
 	ResponseHeaderTimeout Duration `yaml:"response_header_timeout"`
 }
 

@@ -46,6 +46,9 @@ import (
 //     their request is not read whole first (see grpchedge.go);
 //   - a call through which no byte passed either way for
 //     server.grpc_idle_timeout ends with DEADLINE_EXCEEDED (see grpcIdle);
+//     with its deadline, that bounds its wait for the upstream's answer,
+//     which may come only at the call's end: the upstream's
+//     response_header_timeout does not;
 //     server.write_timeout bounds each write of its answer to the client
 //     (see grpcCall.write);
 //   - a route's static fallback answers, in gRPC (see grpcFallback and
@@ -527,8 +530,12 @@ func grpcCause(ctx context.Context, err error) error {
 }
 
 // grpcTransport is a pool's HTTP/2 client for gRPC calls: h2c to http://
-// targets, h2 to https:// ones, with the upstream's connect, response
-// header and idle timeouts. Built at first use; closed by stop.
+// targets, h2 to https:// ones, with the upstream's connect and idle
+// timeouts. Not its response_header_timeout: a call's wait for its
+// answer's head is bounded by the call's deadline and
+// server.grpc_idle_timeout alone (an upstream may answer only at the
+// call's end, as a client-streaming call's does), as on an h2 or h2c
+// upstream's own transport. Built at first use; closed by stop.
 type grpcTransport struct {
 	once sync.Once
 	tr   *http.Transport
@@ -541,11 +548,10 @@ func (p *pool) grpcTransport() *http.Transport {
 		protos.SetUnencryptedHTTP2(true)
 		d := &net.Dialer{Timeout: p.Config().ConnectTimeout.D()}
 		tr := &http.Transport{
-			Protocols:             protos,
-			DialContext:           d.DialContext,
-			ResponseHeaderTimeout: p.Config().ResponseHeaderTimeout.D(),
-			IdleConnTimeout:       p.Config().IdleTimeout.D(),
-			DisableCompression:    true,
+			Protocols:          protos,
+			DialContext:        d.DialContext,
+			IdleConnTimeout:    p.Config().IdleTimeout.D(),
+			DisableCompression: true,
 		}
 		for _, t := range p.Targets() {
 			if t.Client.TLSConfig != nil {
