@@ -14,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/internal/http1"
-	"github.com/sluicehq/sluice/internal/requestid"
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
@@ -250,7 +249,6 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 		// Set before SetHost below overwrites the client's Host.
 		req.Header.SetCanonical(hdrForwardedHost, fwdHost)
 		req.Header.SetCanonical(hdrForwardedProto, fwdProto)
-		req.Header.Del(requestid.Header) // every one: the gateway sends one
 		req.Header.SetCanonical(hdrRequestID, x.obs.id)
 		if x.obs.trace != nil {
 			req.Header.DelBytes(hdrTraceparent)
@@ -299,15 +297,16 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 // keep the loop on the stack.)
 //
 // removeHopRequest also deletes every X-Forwarded-For, -Host and -Proto
-// header, which prepare then sets once: a client's duplicates must not reach
-// the upstream beside the gateway's values; and every Forwarded header
-// (see http1.ForwardedHeader).
+// header and every X-Request-Id, which prepare then sets once: a client's
+// duplicates must not reach the upstream beside the gateway's values (nor
+// under a name with '_' for '-': see http1.ForwardedHeader and
+// http1.RequestIDHeader); and every Forwarded header.
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]
 	conn := http1.OneList(h.PeekAll("Connection"))
 	for k := range h.All() {
-		if http1.ForwardedHeader(k) {
+		if http1.ForwardedHeader(k) || http1.RequestIDHeader(k) {
 			names = append(append(names, k...), 0)
 			continue
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/http1"
-	"github.com/sluicehq/sluice/internal/requestid"
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/wstunnel"
 )
@@ -228,7 +227,7 @@ func wsRequestHead(f wsHandshakeFrom, host string, span *tracing.Attempt) []byte
 	tp, ts := span.Headers()
 	for k, v := range f.headers {
 		if http1.EqualName(k, "Host") || http1.ForwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) ||
-			http1.EqualName(k, requestid.Header) || tp != nil && (http1.EqualName(k, "Traceparent") || http1.EqualName(k, "Tracestate")) {
+			http1.RequestIDHeader(k) || tp != nil && (http1.EqualName(k, "Traceparent") || http1.EqualName(k, "Tracestate")) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)

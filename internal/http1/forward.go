@@ -1,6 +1,9 @@
 package http1
 
-import "bytes"
+import (
+	"bytes"
+	"net/netip"
+)
 
 // Edit is a route's change to the header lines of a message on its way.
 type Edit interface {
@@ -84,7 +87,7 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !IsHop(k, h.connection) && !EqualName(k, "Host") && !ForwardedHeader(k) && !EqualName(k, "X-Request-Id") &&
+		if !IsHop(k, h.connection) && !EqualName(k, "Host") && !ForwardedHeader(k) && !RequestIDHeader(k) &&
 			(f.Traceparent == nil || !EqualName(k, "Traceparent") && !EqualName(k, "Tracestate")) && (f.Edit == nil || !f.Edit.Drops(k)) {
 			dst = append(dst, line...)
 		}
@@ -128,6 +131,38 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 func ForwardedHeader(k []byte) bool {
 	return CGIName(k, "X-Forwarded-For") || CGIName(k, "X-Forwarded-Host") || CGIName(k, "X-Forwarded-Proto") ||
 		EqualName(k, "Forwarded")
+}
+
+// ForwardedAddr reads one entry of an X-Forwarded-For list (surrounding
+// spaces and tabs aside): an IP address ("192.0.2.1", "2001:db8::1"), or
+// one with the port some proxies write ("192.0.2.1:4711",
+// "[2001:db8::1]:4711", "[2001:db8::1]"). An IPv4 address mapped into IPv6
+// is unmapped. It reports false for any other entry: "unknown", an
+// obfuscated node (RFC 7239 section 6.3), a name, a port past 65535.
+func ForwardedAddr(entry []byte) (netip.Addr, bool) {
+	s := string(TrimSpace(entry))
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		if ap, perr := netip.ParseAddrPort(s); perr == nil {
+			a, err = ap.Addr(), nil
+		} else if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+			if a, err = netip.ParseAddr(s[1 : len(s)-1]); err == nil && !a.Is6() {
+				err = perr // "[192.0.2.1]" is no entry
+			}
+		}
+	}
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
+
+// RequestIDHeader reports whether k is X-Request-Id, which the gateway
+// sends in place of the client's, under any name a CGI-style server reads
+// as it (see CGIName): X_Request_Id beside the gateway's X-Request-Id would
+// give such a server the client's id, whichever line it takes.
+func RequestIDHeader(k []byte) bool {
+	return CGIName(k, "X-Request-Id")
 }
 
 // nextLine splits the first line off header lines that HeaderLine
