@@ -1,6 +1,9 @@
 package http1
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+)
 
 // Edit is a route's change to the header lines of a message on its way.
 type Edit interface {
@@ -62,7 +65,9 @@ var (
 // target (see Forward): its hop-by-hop headers (those the Connection
 // header names included) and Forwarded dropped, X-Forwarded-For, -Host and
 // -Proto, X-Request-Id and the trace context set, Host naming the target,
-// and f's Rewrite and Edit applied. It allocates only to grow dst.
+// Content-Length (where the client's was) written as the body's length in
+// plain digits, and f's Rewrite and Edit applied. It allocates only to
+// grow dst.
 func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 	dst = append(dst, h.method...)
 	dst = append(dst, ' ')
@@ -81,6 +86,13 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
+		if EqualName(k, "Content-Length") {
+			// Written afresh: the client's line may hold tabs or leading
+			// zeros, which some parsers do not read as the same length.
+			dst = append(strconv.AppendInt(append(dst, "Content-Length: "...), int64(len(body)), 10), "\r\n"...)
+			b = b[len(line):]
+			continue
+		}
 		if !IsHop(k, h.connection) && !EqualName(k, "Host") && !ForwardedHeader(k) && !EqualName(k, "X-Request-Id") &&
 			(f.Traceparent == nil || !EqualName(k, "Traceparent") && !EqualName(k, "Tracestate")) && (f.Edit == nil || !f.Edit.Drops(k)) {
 			dst = append(dst, line...)
