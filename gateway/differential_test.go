@@ -32,3 +32,34 @@ func TestContentLengthForwardedPlain(t *testing.T) {
 		}
 	})
 }
+
+// TestAbsoluteFormNamesHost: a request whose absolute-form target names
+// another host than its Host header is refused (400) and reaches no
+// upstream. RFC 9112 section 3.2.2 has a server ignore Host for the
+// target's authority, which nginx does, while the gateway routed by Host
+// and forwarded it as X-Forwarded-Host: a proxy in front that reads the
+// target and the gateway then disagree on the request's host.
+func TestAbsoluteFormNamesHost(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		for _, c := range []struct {
+			target, host string
+			want         int
+		}{
+			{"http://evil/a", "x", 400},
+			{"http://evil@x/a", "x", 400},
+			{"https://x:8443/a", "x", 400},
+			{"http://x/a?q=1", "x", 200},
+			{"HTTP://X/a", "x", 200},
+			{"https://x:8443", "X:8443", 200},
+		} {
+			before := u.count()
+			got := exchangeRaw(t, gw.Addr, "GET "+c.target+" HTTP/1.1\r\nHost: "+c.host+"\r\n\r\n", 1)
+			msgs, _ := u.since(before)
+			if got[0].Code != c.want || (c.want == 400) != (len(msgs) == 0) {
+				t.Fatalf("%s with Host %s: client got %d, upstream read %d messages; want %d", c.target, c.host, got[0].Code, len(msgs), c.want)
+			}
+		}
+	})
+}

@@ -1,6 +1,9 @@
 package http1
 
-import "net/http"
+import (
+	"bytes"
+	"net/http"
+)
 
 // Rules of RFC 9112 that fasthttp's request parser is lenient about and
 // that nginx enforces. A proxy that accepts a message its upstream may read
@@ -40,6 +43,10 @@ func RefusedMethod(method []byte) int {
 //     (400, as nginx: fasthttp would forward "%zz" as "%25zz");
 //   - a target starting with "//" comes with a Host: without one, fasthttp
 //     reads "//a" as an authority and the path as "/" (400);
+//   - an absolute-form target ("http://a/b") names the Host's own
+//     authority, in any case, when there is a Host: RFC 9112 section 3.2.2
+//     has a server take the target's, as nginx does, while the gateway
+//     routes by Host, so a request that names two hosts is refused (400);
 //   - every header line is a token, a colon and a value without control
 //     characters but tabs, ending in CRLF: no space before the colon, no
 //     obs-fold (a line starting with a space or tab), no bare CR or LF (400);
@@ -59,8 +66,11 @@ func RefusedHead(method, target, proto, raw []byte) int {
 		return http.StatusBadRequest
 	}
 	var cl, te, otherTE bool
+	var host []byte
 	ok := Headers(raw, func(name, value []byte) bool {
 		switch {
+		case EqualName(name, "Host"):
+			host = value
 		case EqualName(name, "Content-Length"):
 			cl = true
 		case EqualName(name, "Transfer-Encoding"):
@@ -69,8 +79,9 @@ func RefusedHead(method, target, proto, raw []byte) int {
 		}
 		return true
 	})
+	authority, absolute := absoluteAuthority(target)
 	switch {
-	case !ok:
+	case !ok, absolute && len(host) > 0 && !bytes.EqualFold(authority, host):
 		return http.StatusBadRequest
 	case otherTE:
 		return http.StatusNotImplemented
@@ -103,4 +114,20 @@ func HasHost(raw []byte) bool {
 		return true
 	})
 	return found
+}
+
+// absoluteAuthority returns the authority of an absolute-form target (what
+// follows "scheme://" up to the path, query or fragment), and whether
+// target is one: a target that starts with neither '/' nor '*' and has a
+// "://" after a scheme.
+func absoluteAuthority(target []byte) ([]byte, bool) {
+	i := bytes.Index(target, []byte("://"))
+	if i <= 0 || target[0] == '/' || target[0] == '*' {
+		return nil, false
+	}
+	rest := target[i+3:]
+	if end := bytes.IndexAny(rest, "/?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	return rest, true
 }

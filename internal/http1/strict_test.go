@@ -31,6 +31,10 @@ func TestRefusedHead(t *testing.T) {
 		{"gzip", "POST", "/", "HTTP/1.1", "Transfer-Encoding: gzip, chunked\r\n\r\n", http.StatusNotImplemented},
 		{"two TEs", "POST", "/", "HTTP/1.1", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", http.StatusNotImplemented},
 		{"TE and CL", "POST", "/", "HTTP/1.1", "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", http.StatusBadRequest},
+		{"absolute form", "GET", "http://a/b?c", "HTTP/1.1", "Host: A\r\n\r\n", 0},
+		{"absolute form without Host", "GET", "http://a/b", "HTTP/1.0", "\r\n", 0},
+		{"absolute form, another Host", "GET", "http://a/b", "HTTP/1.1", "Host: b\r\n\r\n", http.StatusBadRequest},
+		{"absolute form with userinfo", "GET", "http://b@a", "HTTP/1.1", "Host: a\r\n\r\n", http.StatusBadRequest},
 	} {
 		if got := RefusedHead([]byte(c.method), []byte(c.target), []byte(c.proto), []byte(c.raw)); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
@@ -45,6 +49,21 @@ func TestRefusalReason(t *testing.T) {
 	} {
 		if got := RefusalReason(code); got != want {
 			t.Errorf("RefusalReason(%d) = %q, want %q", code, got, want)
+		}
+	}
+}
+
+func TestAbsoluteAuthority(t *testing.T) {
+	for target, want := range map[string]string{
+		"http://a/b": "a", "https://a:1?q": "a:1", "http://u@a#f": "u@a", "http://": "",
+		"/a://b": "-", "*": "-", "a:1": "-", "://a": "-",
+	} {
+		got, ok := absoluteAuthority([]byte(target))
+		if !ok {
+			got = []byte("-")
+		}
+		if string(got) != want {
+			t.Errorf("absoluteAuthority(%q) = %q, want %q", target, got, want)
 		}
 	}
 }
