@@ -63,3 +63,28 @@ func TestAbsoluteFormNamesHost(t *testing.T) {
 		}
 	})
 }
+
+// TestTrailerClaimsDropped: a chunked request's trailer section reaches
+// the upstream without the fields the gateway sets or drops in the header
+// (X-Request-Id, Forwarded, X-Forwarded-* in their '_' forms; fasthttp
+// refuses the '-' forms of X-Forwarded-*): an upstream that reads trailers
+// with the header (as many do) read the client's claim beside the
+// gateway's own. Other trailer fields pass.
+func TestTrailerClaimsDropped(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		for _, field := range []string{"X-Request-Id: evil", "x_request_id: evil", "Forwarded: for=evil", "X_Forwarded_For: evil", "X_Forwarded_Host: evil"} {
+			before := u.count()
+			got := exchangeRaw(t, gw.Addr, "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+
+				"5\r\nhello\r\n0\r\n"+field+"\r\nX-Checksum: 1\r\n\r\n", 1)
+			msgs, _ := u.since(before)
+			if got[0].Code != 200 || len(msgs) != 1 || string(msgs[0].Body) != "hello" {
+				t.Fatalf("%s: client got %+v, upstream read %+v", field, got, msgs)
+			}
+			if raw := string(msgs[0].Raw); strings.Contains(raw, "evil") || !strings.Contains(raw, "\r\nX-Checksum: 1\r\n") {
+				t.Fatalf("%s: upstream got %q, want the trailer X-Checksum alone", field, raw)
+			}
+		}
+	})
+}
