@@ -88,3 +88,26 @@ func TestTrailerClaimsDropped(t *testing.T) {
 		}
 	})
 }
+
+// TestRealIPDropped: a client's X-Real-IP (in any case, '_' for '-')
+// never reaches the upstream. nginx's common configuration sets it to the
+// client's address and applications behind nginx trust it; the gateway
+// passed the client's own, so a client behind sluice chose the address
+// such an upstream logs, keys or allows.
+func TestRealIPDropped(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		for _, line := range []string{"X-Real-IP: 6.6.6.6", "x-real-ip: 6.6.6.6", "X_Real_Ip: 6.6.6.6"} {
+			before := u.count()
+			got := exchangeRaw(t, gw.Addr, "GET /a HTTP/1.1\r\nHost: x\r\n"+line+"\r\n\r\n", 1)
+			msgs, _ := u.since(before)
+			if got[0].Code != 200 || len(msgs) != 1 {
+				t.Fatalf("%s: client got %+v, upstream read %d messages", line, got, len(msgs))
+			}
+			if raw := string(msgs[0].Raw); strings.Contains(raw, "6.6.6.6") {
+				t.Fatalf("%s: upstream got %q", line, raw)
+			}
+		}
+	})
+}

@@ -126,14 +126,15 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 }
 
 // ForwardedHeader reports whether k is one of the X-Forwarded-* headers
-// the gateway sets, or Forwarded (RFC 7239), which it never passes on (as
-// net/http's ReverseProxy): a client's word on who it is, its scheme or
-// its host must not reach the upstream beside the gateway's. A name with
-// '_' for '-' is one of them too (see CGIName): X_Forwarded_For is
-// X-Forwarded-For to a CGI-style server.
+// the gateway sets, or Forwarded (RFC 7239) or X-Real-IP (the client's
+// address as nginx's common configurations send it), which it never
+// passes on (as net/http's ReverseProxy does Forwarded): a client's word
+// on who it is, its scheme or its host must not reach the upstream beside
+// the gateway's. A name with '_' for '-' is one of them too (see
+// CGIName): X_Forwarded_For is X-Forwarded-For to a CGI-style server.
 func ForwardedHeader(k []byte) bool {
 	return CGIName(k, "X-Forwarded-For") || CGIName(k, "X-Forwarded-Host") || CGIName(k, "X-Forwarded-Proto") ||
-		EqualName(k, "Forwarded")
+		EqualName(k, "Forwarded") || CGIName(k, "X-Real-IP")
 }
 
 // nextLine splits the first line off header lines that HeaderLine
