@@ -111,3 +111,26 @@ func TestRealIPDropped(t *testing.T) {
 		}
 	})
 }
+
+// TestInvalidHostRefused: a Host that is no host and port (RFC 9110
+// section 7.2: a registered name, an IPv4 address or a bracketed IP
+// literal, then an optional port) is refused (400, RFC 9112 section 3.2)
+// and reaches no upstream. The gateway forwarded "evil@x" and `x"evil` as
+// X-Forwarded-Host, from which upstreams build their links.
+func TestInvalidHostRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		for host, want := range map[string]int{
+			"evil@x": 400, `x"evil`: 400, "x<evil>": 400, "x:80:80": 400, "[::1]x": 400, "x{y}": 400,
+			"x_y": 200, "x.": 200, "[::1]:80": 200, "127.0.0.1:8080": 200, "xn--d1acufc.xn--p1ai": 200, "x:": 200,
+		} {
+			before := u.count()
+			got := exchangeRaw(t, gw.Addr, "GET /a HTTP/1.1\r\nHost: "+host+"\r\n\r\n", 1)
+			msgs, _ := u.since(before)
+			if got[0].Code != want || (want == 400) != (len(msgs) == 0) {
+				t.Fatalf("Host %s: client got %d, upstream read %d messages; want %d", host, got[0].Code, len(msgs), want)
+			}
+		}
+	})
+}

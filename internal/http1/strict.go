@@ -47,6 +47,8 @@ func RefusedMethod(method []byte) int {
 //     authority, in any case, when there is a Host: RFC 9112 section 3.2.2
 //     has a server take the target's, as nginx does, while the gateway
 //     routes by Host, so a request that names two hosts is refused (400);
+//   - a Host is a host and an optional port (see validHost; 400, RFC
+//     9112 section 3.2: the gateway sends it on as X-Forwarded-Host);
 //   - every header line is a token, a colon and a value without control
 //     characters but tabs, ending in CRLF: no space before the colon, no
 //     obs-fold (a line starting with a space or tab), no bare CR or LF (400);
@@ -71,6 +73,7 @@ func RefusedHead(method, target, proto, raw []byte) int {
 		switch {
 		case EqualName(name, "Host"):
 			host = value
+			return validHost(value)
 		case EqualName(name, "Content-Length"):
 			cl = true
 		case EqualName(name, "Transfer-Encoding"):
@@ -131,3 +134,44 @@ func absoluteAuthority(target []byte) ([]byte, bool) {
 	}
 	return rest, true
 }
+
+// validHost reports whether v is a Host value of RFC 9110 section 7.2:
+// uri-host [":" port], where uri-host is an IP literal in brackets, or a
+// registered name or IPv4 address of unreserved characters,
+// sub-delimiters and percent-encoded bytes (RFC 3986 section 3.2.2), and
+// port is digits. An empty v is valid (HTTP/1.0 needs no Host).
+func validHost(v []byte) bool {
+	name, port := v, []byte(nil)
+	if len(v) > 0 && v[0] == '[' {
+		end := bytes.IndexByte(v, ']')
+		if end < 2 {
+			return false
+		}
+		for _, c := range v[1:end] {
+			if !hexChar[c] && c != ':' && c != '.' {
+				return false
+			}
+		}
+		name, port = nil, v[end+1:]
+	} else if i := bytes.IndexByte(v, ':'); i >= 0 {
+		name, port = v[:i], v[i:]
+	}
+	for _, c := range name {
+		if !regNameChar[c] {
+			return false
+		}
+	}
+	if !PercentEncoded(name) || len(port) > 0 && port[0] != ':' {
+		return false
+	}
+	for _, c := range port[min(1, len(port)):] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// regNameChar holds the characters of a registered name: unreserved,
+// sub-delimiters and '%' (RFC 3986 section 3.2.2).
+var regNameChar = charTable("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=%")

@@ -67,3 +67,16 @@ func TestAbsoluteAuthority(t *testing.T) {
 		}
 	}
 }
+
+func TestValidHost(t *testing.T) {
+	for v, want := range map[string]bool{
+		"": true, "a": true, "a.b-c_d~": true, "a:80": true, "a:": true, "[::1]": true, "[::1]:8080": true,
+		"1.2.3.4:5": true, "a%2Fb": true, "a!$&'()*+,;=": true,
+		"a@b": false, "a\"b": false, "a b": false, "a/b": false, "a\\b": false, "a:b": false, "a:1:2": false,
+		"[::1": false, "[]": false, "[::1]x": false, "[::g]": false, "a%2": false, "a<b>": false, "a{b}": false,
+	} {
+		if got := validHost([]byte(v)); got != want {
+			t.Errorf("validHost(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
