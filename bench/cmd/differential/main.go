@@ -172,8 +172,16 @@ func (p *proxy) runAll(cases []testCase) []outcome {
 
 // probe sends a plain GET after a case, so that a case the recorder
 // refused counts as no failure in a row for a proxy's passive health, and
-// a broken connection pool shows in the next case rather than hides.
-func (p *proxy) probe() { _, _ = p.exchange(get("/probe", "Connection: close\n")) }
+// a broken connection pool shows in the next case rather than hides. It
+// waits (a second at most) until the recorder has answered it, so that it
+// is not taken for the next case's.
+func (p *proxy) probe() {
+	n := p.rec.answered()
+	_, _ = p.exchange(get("/probe", "Connection: close\n"))
+	for i := 0; i < 100 && p.rec.answered() == n; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 func fail(msg string) {
 	fmt.Fprintln(os.Stderr, "differential:", msg)

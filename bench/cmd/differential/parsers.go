@@ -85,9 +85,11 @@ func readStrict(b []byte) reading {
 			return out
 		}
 		m := message{Method: req.Method, Target: req.RequestURI, Host: req.Host, Body: body}
-		for k, vs := range req.Header {
-			for _, v := range vs {
-				m.Header = append(m.Header, [2]string{k, v})
+		for _, h := range []http.Header{req.Header, req.Trailer} { // an upstream may merge trailers into the header
+			for k, vs := range h {
+				for _, v := range vs {
+					m.Header = append(m.Header, [2]string{k, v})
+				}
 			}
 		}
 		out.Msgs = append(out.Msgs, m)
@@ -221,7 +223,7 @@ func lenientMessage(b []byte) (message, []byte, error) {
 
 // lenientChunked reads a chunked body: a size's leading hex digits count,
 // whatever follows them on its line (an extension, spaces) is ignored, and
-// trailer lines are skipped.
+// trailer lines are kept with the header lines.
 func lenientChunked(m message, b []byte) (message, []byte, error) {
 	for {
 		line, rest, err := lenientLine(b)
@@ -253,6 +255,9 @@ func lenientChunked(m message, b []byte) (message, []byte, error) {
 		b = rest
 		if len(line) == 0 {
 			return m, b, nil
+		}
+		if k, v, ok := strings.Cut(string(line), ":"); ok { // kept beside the header, as such parsers hand them on
+			m.Header = append(m.Header, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
 		}
 	}
 }

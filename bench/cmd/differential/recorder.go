@@ -137,3 +137,10 @@ func (r *recorder) since(m mark) [][]byte {
 	}
 	return out
 }
+
+// answered returns how many requests r has answered.
+func (r *recorder) answered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
