@@ -134,3 +134,21 @@ func TestInvalidHostRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestNoHostNoForwardedHost: an HTTP/1.0 request without a Host reaches
+// the upstream without X-Forwarded-Host; the gateway sent one with an
+// empty value, from which an upstream builds links with no host.
+func TestNoHostNoForwardedHost(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		got := exchangeRaw(t, gw.Addr, "GET /a HTTP/1.0\r\n\r\n", 1)
+		msgs, _ := u.since(0)
+		if got[0].Code != 200 || len(msgs) != 1 {
+			t.Fatalf("client got %+v, upstream read %d messages", got, len(msgs))
+		}
+		if v := msgs[0].values("X-Forwarded-Host"); len(v) != 0 {
+			t.Fatalf("upstream got X-Forwarded-Host %q in %q", v, msgs[0].Raw)
+		}
+	})
+}

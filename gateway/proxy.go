@@ -247,8 +247,11 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 		// 6.2), whatever the client's.
 		req.Header.SetProtocolBytes(http11)
 		req.Header.SetCanonical(hdrForwardedFor, x.xff)
-		// Set before SetHost below overwrites the client's Host.
-		req.Header.SetCanonical(hdrForwardedHost, fwdHost)
+		// Set before SetHost below overwrites the client's Host; none
+		// for a request without one (HTTP/1.0).
+		if len(fwdHost) > 0 {
+			req.Header.SetCanonical(hdrForwardedHost, fwdHost)
+		}
 		req.Header.SetCanonical(hdrForwardedProto, fwdProto)
 		req.Header.Del(requestid.Header) // every one: the gateway sends one
 		req.Header.SetCanonical(hdrRequestID, x.obs.id)
