@@ -152,3 +152,34 @@ func TestNoHostNoForwardedHost(t *testing.T) {
 		}
 	})
 }
+
+// TestForwardedClaimsFromTrustedOnly: the X-Forwarded-* headers the gateway
+// does not set (-Port, -Prefix, -Ssl, in any case and '_' forms), which
+// frameworks read beside -Host and -Proto to build their links, reach the
+// upstream from a trusted proxy only, on plain requests and WebSocket
+// handshakes. The gateway replaced a client's X-Forwarded-Host and -Proto
+// but passed these, so a client chose the port and path prefix of the
+// links an upstream sends.
+func TestForwardedClaimsFromTrustedOnly(t *testing.T) {
+	claims := "X-Forwarded-Port: 6666\r\nx_forwarded_prefix: /evil\r\nX-Forwarded-Ssl: on\r\n"
+	for _, trusted := range []string{"", "127.0.0.1/32"} {
+		forEngines(t, func(t *testing.T, engine string) {
+			u := startRecordingUpstream(t)
+			gw := startGateway(t, parseConfig(t, confConfig, engine, trusted, u.Addr))
+			for _, head := range []string{"GET /a HTTP/1.1\r\nHost: x\r\n",
+				"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"} {
+				before := u.count()
+				got := exchangeRaw(t, gw.Addr, head+claims+"\r\n", 1)
+				msgs, _ := u.since(before)
+				if got[0].Code != 200 || len(msgs) != 1 {
+					t.Fatalf("trusted %q: %q: client got %+v, upstream read %d messages", trusted, head, got, len(msgs))
+				}
+				m := msgs[0]
+				n := len(m.values("X-Forwarded-Port")) + len(m.values("X_Forwarded_Prefix")) + len(m.values("X-Forwarded-Ssl"))
+				if want := map[string]int{"": 0, "127.0.0.1/32": 3}[trusted]; n != want {
+					t.Fatalf("trusted %q: upstream got %d of the claims, want %d: %q", trusted, n, want, m.Raw)
+				}
+			}
+		})
+	}
+}

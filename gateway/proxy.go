@@ -239,6 +239,9 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 			}
 		}
 		removeHopRequest(&req.Header)
+		if !x.trusted {
+			removeForwardedClaims(&req.Header)
+		}
 		reannounceTrailers(req, t, rules) // an HTTP/2 request's, see trailedBody
 		// No Content-Type the client did not send (fasthttp's default
 		// for a body, which the loops do not add).
@@ -459,4 +462,19 @@ func (b *upstreamBody) Close() error {
 	}
 	b.End()
 	return nil
+}
+
+// removeForwardedClaims deletes the X-Forwarded-* headers the gateway does
+// not set (see http1.ForwardedClaim), which only a trusted proxy's request
+// keeps.
+func removeForwardedClaims(h *fasthttp.RequestHeader) {
+	var names []string
+	for k := range h.All() {
+		if http1.ForwardedClaim(k) {
+			names = append(names, string(k))
+		}
+	}
+	for _, k := range names {
+		h.Del(k)
+	}
 }

@@ -34,7 +34,8 @@ type Forward struct {
 	XFF []byte
 	// Trusted says that the client is a trusted proxy: its
 	// X-Forwarded-Host and X-Forwarded-Proto are kept (else the client's
-	// Host and "http" are sent).
+	// Host and "http" are sent), and its other X-Forwarded-* headers
+	// pass (see ForwardedClaim; else they are dropped).
 	Trusted bool
 	// ID is the X-Request-Id sent, in place of the client's.
 	ID []byte
@@ -86,10 +87,14 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if EqualName(k, "Content-Length") {
+		switch {
+		case EqualName(k, "Content-Length"):
 			// Written afresh: the client's line may hold tabs or leading
 			// zeros, which some parsers do not read as the same length.
 			dst = append(strconv.AppendInt(append(dst, "Content-Length: "...), int64(len(body)), 10), "\r\n"...)
+			b = b[len(line):]
+			continue
+		case !f.Trusted && ForwardedClaim(k):
 			b = b[len(line):]
 			continue
 		}
@@ -135,6 +140,16 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 func ForwardedHeader(k []byte) bool {
 	return CGIName(k, "X-Forwarded-For") || CGIName(k, "X-Forwarded-Host") || CGIName(k, "X-Forwarded-Proto") ||
 		EqualName(k, "Forwarded") || CGIName(k, "X-Real-IP")
+}
+
+// ForwardedClaim reports whether k is an X-Forwarded-* header other than
+// the three the gateway sets (see ForwardedHeader), in any case and with
+// '_' for '-': X-Forwarded-Port, -Prefix, -Ssl, -Server and the like,
+// which frameworks read beside -Host and -Proto to build the links they
+// send. The gateway passes them from a trusted proxy only.
+func ForwardedClaim(k []byte) bool {
+	const prefix = "X-Forwarded-"
+	return len(k) > len(prefix) && CGIName(k[:len(prefix)], prefix) && !ForwardedHeader(k)
 }
 
 // nextLine splits the first line off header lines that HeaderLine

@@ -20,6 +20,7 @@ type Request struct {
 	requestID   []byte // X-Request-Id
 	connection  []byte // the Connection header's value
 	idemKey     bool   // an Idempotency-Key header is present
+	fwdClaim    bool   // another X-Forwarded-* header is present (ForwardedClaim)
 	cl          int    // Content-Length; 0 when absent
 	lines       []byte // the header lines, each ending in CRLF
 }
@@ -76,6 +77,8 @@ func ParseRequest(b []byte, h *Request) bool {
 			h.idemKey = true
 		case EqualName(name, "Transfer-Encoding"), EqualName(name, "Expect"), EqualName(name, "Upgrade"):
 			return false
+		case ForwardedClaim(name):
+			h.fwdClaim = true
 		}
 		return true
 	})
@@ -107,9 +110,11 @@ func (h *Request) XForwardedFor() []byte { return h.xff }
 func (h *Request) RequestID() []byte { return h.requestID }
 
 // ClaimsForwarded reports whether the request has an X-Forwarded-Host or
-// X-Forwarded-Proto header (which AppendRequest keeps only from a trusted
-// proxy).
-func (h *Request) ClaimsForwarded() bool { return len(h.fwdHost) > 0 || len(h.fwdProto) > 0 }
+// X-Forwarded-Proto header, or another X-Forwarded-* (ForwardedClaim),
+// which AppendRequest keeps only from a trusted proxy.
+func (h *Request) ClaimsForwarded() bool {
+	return len(h.fwdHost) > 0 || len(h.fwdProto) > 0 || h.fwdClaim
+}
 
 // ContentLength returns the request's Content-Length; 0 without one.
 func (h *Request) ContentLength() int { return h.cl }
