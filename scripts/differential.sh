@@ -49,7 +49,7 @@ http {
   upstream recs { server 127.0.0.1:$R_NGXS; keepalive 16; }
   server { listen 127.0.0.1:$NGX; location / { proxy_pass http://rec; $proxy_conf } }
   server {
-    listen 127.0.0.1:$NGXS ssl;
+    listen 127.0.0.1:$NGXS ssl http2;
     ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
     location / { proxy_pass http://recs; $proxy_conf }
   }

@@ -8,10 +8,12 @@ import (
 	"strings"
 )
 
-// testCase is one client connection's bytes, sent at once.
+// testCase is one client connection's bytes, sent at once, or with h2 an
+// HTTP/2 request, sent to the TLS proxies alone.
 type testCase struct {
 	name string
 	raw  string
+	h2   *h2Request
 }
 
 // crlf turns the line feeds of s into CRLF; cases about bare LF and CR
@@ -43,7 +45,7 @@ func builtinCases() []testCase {
 	te := "Transfer-Encoding: chunked\n"
 	hidden := fmt.Sprint(len(smuggled))
 	long := strings.Repeat("a", 9000)
-	return []testCase{
+	return rawCases([]struct{ name, raw string }{
 		// Framing: Content-Length and Transfer-Encoding.
 		{"plain get", get("/a", "")},
 		{"content-length", post("Content-Length: 5\n", "hello")},
@@ -232,7 +234,15 @@ func builtinCases() []testCase {
 		{"upgrade with body", post("Connection: Upgrade\nUpgrade: websocket\nContent-Length: "+hidden+"\n", smuggled)},
 		{"method long", crlf("GETGETGETGETGETGETGETGETGETGETGETGETGETGETGETGETGET /a HTTP/1.1\nHost: x\n\n")},
 		{"method override", get("/a", "X-HTTP-Method-Override: DELETE\n")},
+	})
+}
+
+func rawCases(cs []struct{ name, raw string }) []testCase {
+	out := make([]testCase, len(cs))
+	for i, c := range cs {
+		out[i] = testCase{name: c.name, raw: c.raw}
 	}
+	return out
 }
 
 // seedCases reads the Go fuzz corpus files under dirs (go test fuzz v1,
@@ -259,7 +269,7 @@ func seedCases(dirs []string) ([]testCase, error) {
 			if err != nil {
 				continue
 			}
-			cases = append(cases, testCase{"seed " + filepath.Base(dir) + "/" + f.Name(), raw})
+			cases = append(cases, testCase{name: "seed " + filepath.Base(dir) + "/" + f.Name(), raw: raw})
 		}
 	}
 	return cases, nil

@@ -9,10 +9,12 @@
 //
 // Each -proxy names a proxy, its listener and the loopback address of the
 // recorder it forwards to (started here: a recorder per proxy, so that
-// the proxies run side by side). The first proxy is the reference (nginx).
+// the proxies run side by side). The first proxy that runs a case is its
+// reference (nginx, or nginx-tls for the HTTP/2 cases).
 // For each case of the corpus (corpus.go, and the Go fuzz corpus files of
 // -seeds) it writes the case's bytes on a new connection, reads the
-// answers until the connection closes or stays idle, and takes the bytes
+// answers until the connection closes or stays idle (the HTTP/2 cases of
+// h2.go go to the TLS proxies alone, as frames, ALPN h2), and takes the bytes
 // the recorder got meanwhile, per upstream connection. Those are read by
 // net/http's strict reader, by fasthttp's, and by a lenient reader of the
 // older servers' kind (parsers.go). The report lists:
@@ -59,7 +61,7 @@ func main() {
 	if len(specs) < 2 {
 		fail("need at least two -proxy")
 	}
-	cases := builtinCases()
+	cases := append(builtinCases(), h2Cases()...)
 	if *seeds != "" {
 		more, err := seedCases(strings.Split(*seeds, ","))
 		if err != nil {
@@ -135,6 +137,7 @@ func (p *proxy) await() error {
 
 // outcome is one case's result on one proxy.
 type outcome struct {
+	skipped  bool // an HTTP/2 case on a plaintext proxy
 	answer   answer
 	conns    [][]byte    // the bytes each upstream connection got
 	readings [][]reading // per connection, one reading per parser
@@ -150,8 +153,15 @@ const settle = 50 * time.Millisecond
 func (p *proxy) runAll(cases []testCase) []outcome {
 	out := make([]outcome, len(cases))
 	for i, c := range cases {
+		if c.h2 != nil && !p.tls {
+			out[i] = outcome{skipped: true}
+			continue
+		}
 		m := p.rec.mark()
 		a, err := p.exchange(c.raw)
+		if c.h2 != nil {
+			a, err = p.exchangeH2(c.h2)
+		}
 		if err != nil {
 			a.end = err.Error()
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,13 +23,19 @@ const evil = "evil"
 // documentation), one line each, prefixed with their letter.
 func flags(proxies []*proxy, res []outcome) []string {
 	var out []string
-	ref := res[0]
-	for i := 1; i < len(proxies); i++ {
+	r := slices.IndexFunc(res, func(o outcome) bool { return !o.skipped })
+	if r < 0 {
+		return nil
+	}
+	ref := res[r]
+	for i := r + 1; i < len(proxies); i++ {
 		o := res[i]
-		if o.forwarded() != ref.forwarded() {
-			out = append(out, fmt.Sprintf("A %s %s, %s %s", proxies[0].name, verb(ref), proxies[i].name, verb(o)))
-		} else if n, m := strictCount(ref), strictCount(o); n != m {
-			out = append(out, fmt.Sprintf("A %s forwarded %d requests, %s %d", proxies[0].name, n, proxies[i].name, m))
+		switch {
+		case o.skipped:
+		case o.forwarded() != ref.forwarded():
+			out = append(out, fmt.Sprintf("A %s %s, %s %s", proxies[r].name, verb(ref), proxies[i].name, verb(o)))
+		case strictCount(ref) != strictCount(o):
+			out = append(out, fmt.Sprintf("A %s forwarded %d requests, %s %d", proxies[r].name, strictCount(ref), proxies[i].name, strictCount(o)))
 		}
 	}
 	for i, p := range proxies {
@@ -51,7 +58,7 @@ func flags(proxies []*proxy, res []outcome) []string {
 	}
 	var engines []int
 	for i, p := range proxies {
-		if strings.HasPrefix(p.name, "sluice") && !p.tls {
+		if strings.HasPrefix(p.name, "sluice") && !p.tls && !res[i].skipped {
 			engines = append(engines, i)
 		}
 	}
@@ -165,6 +172,9 @@ func report(w io.Writer, proxies []*proxy, cases []testCase, results [][]outcome
 		}
 		fmt.Fprintf(w, "%-4s %s\n", tag, c.name)
 		for i, p := range proxies {
+			if res[i].skipped {
+				continue
+			}
 			fmt.Fprintf(w, "       %-18s %-24s > %s\n", p.name, res[i].answer, strictSummary(res[i]))
 		}
 		for _, f := range found {
@@ -173,7 +183,11 @@ func report(w io.Writer, proxies []*proxy, cases []testCase, results [][]outcome
 		if len(found) == 0 && !verbose {
 			continue
 		}
-		fmt.Fprintf(w, "     sent %s\n", quote(c.raw))
+		if c.h2 != nil {
+			fmt.Fprintf(w, "     sent HTTP/2 %s\n", c.h2)
+		} else {
+			fmt.Fprintf(w, "     sent %s\n", quote(c.raw))
+		}
 		for i, p := range proxies {
 			for k, b := range res[i].conns {
 				fmt.Fprintf(w, "     %s upstream connection %d got %s\n", p.name, k, quote(string(b)))
