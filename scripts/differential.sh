@@ -5,6 +5,7 @@
 # own, then reads the raw bytes each upstream got with net/http's strict
 # parser, fasthttp's and a lenient one, and reports where the proxies or
 # the parsers disagree (bench/cmd/differential documents the report).
+# HTTP/2 cases (raw frames) go to both proxies' TLS listeners.
 # nginx proxies as commonly configured: HTTP/1.1 and keep-alive to the
 # upstream, Host, X-Real-IP, X-Forwarded-For and -Proto set.
 #
