@@ -342,12 +342,17 @@ type GRPC struct {
 	// ("/pkg.Service/*"), retried when the route has a retry policy (on
 	// UNAVAILABLE, and on what retry.on names of connect_error and
 	// timeout), and hedged when it hedges and the call's request is one
-	// message (a unary call; never a client or bidirectional stream of
-	// several). A call of any other method is sent once. Name only unary
-	// and client-streaming methods: the gateway reads such a call's
+	// message (a unary or server-streaming call; never a client or
+	// bidirectional stream of several). A call of any other method is
+	// sent once. On a route that retries, the gateway reads such a call's
 	// request whole (up to 1 MiB; a longer one is sent once) before it
-	// sends it, and its answer too, so that a retry or a hedge can replace
-	// it. Default: none.
+	// sends it, and, unless the call is hedged, its answer too, so that a
+	// retry can replace it: name only unary and client-streaming methods
+	// there. A hedged call's race ends with an answer's first message,
+	// and the rest streams as it comes; on a route that only hedges, the
+	// request is not held back either (it streams to the first attempt,
+	// and a hedge is sent only once it has ended as one message), so any
+	// method may be named. Default: none.
 	Idempotent []string `yaml:"idempotent"`
 }
 
@@ -664,12 +669,17 @@ type Fallback struct {
 	// GRPCCode is GRPCStatus's number (-1 when it names none). Set by
 	// Parse and Load.
 	GRPCCode int `yaml:"-"`
-	// Static reports whether the static answer is the last level: when
-	// status, content_type, body, grpc_status or grpc_message is given, or
-	// when neither upstream nor
-	// last_good is (a fallback of the static answer alone). Set by Parse
-	// and Load.
+	// Static reports whether the static answer is the last level of HTTP
+	// requests: when status, content_type or body is given, or when
+	// neither upstream nor last_good is (a fallback of the static answer
+	// alone). Set by Parse and Load.
 	Static bool `yaml:"-"`
+	// GRPCStatic reports whether the static answer is the last level of
+	// gRPC calls: when Static is, or grpc_status or grpc_message is given.
+	// A fallback whose static fields are gRPC's alone answers gRPC calls
+	// only: an HTTP request its other levels cannot answer gets the
+	// route's own answer. Set by Parse and Load.
+	GRPCStatic bool `yaml:"-"`
 }
 
 // Load reads, decodes, defaults and validates the file at path.
