@@ -183,3 +183,52 @@ func TestForwardedClaimsFromTrustedOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestFramingHeaderUnderscoreRefused: a request with Transfer_Encoding or
+// Content_Length (any case) is refused (400) and reaches no upstream. The
+// gateway forwarded them as plain fields, but servers of CGI's lineage
+// that read '_' as '-' in their own parser (older waitress and gunicorn
+// versions) frame the body by them: the upstream then reads another
+// request in the body (nginx drops names with '_').
+func TestFramingHeaderUnderscoreRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		for _, line := range []string{"Transfer_Encoding: chunked", "content_length: 40", "Transfer_encoding: identity"} {
+			before := u.count()
+			got := exchangeRaw(t, gw.Addr, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"+line+"\r\n\r\nhello", 1)
+			msgs, _ := u.since(before)
+			if got[0].Code != 400 || len(msgs) != 0 {
+				t.Fatalf("%s: client got %d, upstream read %d messages; want 400 and none", line, got[0].Code, len(msgs))
+			}
+		}
+	})
+}
+
+// TestH2FramingHeaderUnderscoreDropped: an HTTP/2 request's
+// transfer_encoding and content_length fields do not reach an HTTP/1.1
+// upstream, where servers that read '_' as '-' would frame the body by
+// them beside the gateway's own Transfer-Encoding (HTTP/1.1 refuses such
+// a request: TestFramingHeaderUnderscoreRefused).
+func TestH2FramingHeaderUnderscoreDropped(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		h := dialH2(t, gw.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "x", ":path", "/a",
+			"transfer_encoding", "chunked", "content_length", "2")
+		if err := h.fr.WriteData(1, true, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("status %s, want 200", st)
+		}
+		msgs, _ := u.since(0)
+		if len(msgs) != 1 || string(msgs[0].Body) != "hello" {
+			t.Fatalf("upstream read %+v", msgs)
+		}
+		if raw := strings.ToLower(string(msgs[0].Raw)); strings.Contains(raw, "transfer_encoding") || strings.Contains(raw, "content_length") {
+			t.Fatalf("upstream got %q", msgs[0].Raw)
+		}
+	})
+}

@@ -239,9 +239,7 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 			}
 		}
 		removeHopRequest(&req.Header)
-		if !x.trusted {
-			removeForwardedClaims(&req.Header)
-		}
+		removeClaims(&req.Header, x.trusted)
 		reannounceTrailers(req, t, rules) // an HTTP/2 request's, see trailedBody
 		// No Content-Type the client did not send (fasthttp's default
 		// for a body, which the loops do not add).
@@ -464,13 +462,16 @@ func (b *upstreamBody) Close() error {
 	return nil
 }
 
-// removeForwardedClaims deletes the X-Forwarded-* headers the gateway does
-// not set (see http1.ForwardedClaim), which only a trusted proxy's request
-// keeps.
-func removeForwardedClaims(h *fasthttp.RequestHeader) {
+// removeClaims deletes the X-Forwarded-* headers the gateway does not set
+// (see http1.ForwardedClaim) unless trusted (the client is a trusted
+// proxy), and Transfer_Encoding and Content_Length, which servers that
+// read '_' as '-' would frame the body by (an HTTP/1.1 request with them
+// is refused, see http1.RefusedHead; an HTTP/2 one gets here).
+func removeClaims(h *fasthttp.RequestHeader, trusted bool) {
 	var names []string
 	for k := range h.All() {
-		if http1.ForwardedClaim(k) {
+		if !trusted && http1.ForwardedClaim(k) || bytes.IndexByte(k, '_') >= 0 &&
+			(http1.CGIName(k, "Content-Length") || http1.CGIName(k, "Transfer-Encoding")) {
 			names = append(names, string(k))
 		}
 	}

@@ -34,7 +34,8 @@ type Request struct {
 // exactly one Host (a host name or address and a port: fasthttp reads the
 // target through it), at most one Content-Length (digits only) and one
 // Connection, X-Forwarded-For, -Host and -Proto and X-Request-Id, no
-// Transfer-Encoding, Expect or Upgrade, and header lines of a token, a
+// Transfer-Encoding, Expect or Upgrade (nor Transfer_Encoding or
+// Content_Length), and header lines of a token, a
 // colon and a value without control characters but tabs, each ending in
 // CRLF (no folded lines).
 func ParseRequest(b []byte, h *Request) bool {
@@ -79,6 +80,8 @@ func ParseRequest(b []byte, h *Request) bool {
 			return false
 		case ForwardedClaim(name):
 			h.fwdClaim = true
+		case CGIName(name, "Content-Length"), CGIName(name, "Transfer-Encoding"):
+			return false // with '_' (RefusedHead refuses it)
 		}
 		return true
 	})

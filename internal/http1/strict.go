@@ -53,7 +53,9 @@ func RefusedMethod(method []byte) int {
 //     characters but tabs, ending in CRLF: no space before the colon, no
 //     obs-fold (a line starting with a space or tab), no bare CR or LF (400);
 //   - Transfer-Encoding is "chunked" alone (anything else is 501, as nginx
-//     answers), and never beside Content-Length (400).
+//     answers), and never beside Content-Length (400);
+//   - no Transfer_Encoding or Content_Length (any case): servers of CGI's
+//     lineage that read '_' as '-' may frame the body by them (400).
 func RefusedHead(method, target, proto, raw []byte) int {
 	if code := RefusedMethod(method); code != 0 {
 		return code
@@ -79,6 +81,8 @@ func RefusedHead(method, target, proto, raw []byte) int {
 		case EqualName(name, "Transfer-Encoding"):
 			otherTE = otherTE || te || !EqualName(value, "chunked")
 			te = true
+		case CGIName(name, "Content-Length"), CGIName(name, "Transfer-Encoding"):
+			return false // with '_': the '-' forms are the cases above
 		}
 		return true
 	})

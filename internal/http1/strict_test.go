@@ -31,6 +31,8 @@ func TestRefusedHead(t *testing.T) {
 		{"gzip", "POST", "/", "HTTP/1.1", "Transfer-Encoding: gzip, chunked\r\n\r\n", http.StatusNotImplemented},
 		{"two TEs", "POST", "/", "HTTP/1.1", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", http.StatusNotImplemented},
 		{"TE and CL", "POST", "/", "HTTP/1.1", "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", http.StatusBadRequest},
+		{"Transfer_Encoding", "POST", "/", "HTTP/1.1", "Host: a\r\nTransfer_Encoding: chunked\r\n\r\n", http.StatusBadRequest},
+		{"content_length", "POST", "/", "HTTP/1.1", "Host: a\r\ncontent_length: 1\r\n\r\n", http.StatusBadRequest},
 		{"absolute form", "GET", "http://a/b?c", "HTTP/1.1", "Host: A\r\n\r\n", 0},
 		{"absolute form without Host", "GET", "http://a/b", "HTTP/1.0", "\r\n", 0},
 		{"absolute form, another Host", "GET", "http://a/b", "HTTP/1.1", "Host: b\r\n\r\n", http.StatusBadRequest},
