@@ -168,6 +168,8 @@ func h2Cases() []testCase {
 		h2("two content-lengths", h2req("POST", "/a", []string{"hello"}, "content-length", "5", "content-length", "6")),
 		h2("content-length list", h2req("POST", "/a", []string{"hello"}, "content-length", "5, 5")),
 		h2("transfer-encoding chunked", h2req("POST", "/a", []string{"0\r\n\r\n" + hidden}, "transfer-encoding", "chunked")),
+		h2("transfer_encoding", h2req("POST", "/a", []string{"0\r\n\r\n" + hidden}, "transfer_encoding", "chunked")),
+		h2("content_length", h2req("POST", "/a", []string{"hello" + hidden}, "content_length", "5")),
 		h2("connection header", h2get("/a", "connection", "keep-alive")),
 		h2("keep-alive header", h2get("/a", "keep-alive", "timeout=5")),
 		h2("proxy-connection", h2get("/a", "proxy-connection", "keep-alive")),

@@ -128,7 +128,8 @@ func readFasthttp(b []byte) reading {
 // readLenient reads b as the forgiving parsers of older servers do (the
 // lenient modes of llhttp and of many hand-written parsers): lines may end
 // in a bare LF, a line starting with a space or tab continues the one
-// before (obs-fold), spaces around a header's name are dropped,
+// before (obs-fold), spaces around a header's name are dropped and '_' in
+// it reads as '-' (as older waitress and gunicorn versions did),
 // Transfer-Encoding means chunked when "chunked" is anywhere in it (and
 // then wins over Content-Length), the first Content-Length's leading
 // digits are the length, and the first Host is the host.
@@ -195,7 +196,7 @@ func lenientMessage(b []byte) (message, []byte, error) {
 	}
 	chunked, length, hasHost := false, -1, false
 	for _, kv := range m.Header {
-		switch strings.ToLower(kv[0]) {
+		switch strings.ToLower(strings.ReplaceAll(kv[0], "_", "-")) { // '_' read as '-', as CGI-lineage servers did
 		case "transfer-encoding":
 			chunked = chunked || strings.Contains(strings.ToLower(kv[1]), "chunked")
 		case "content-length":
