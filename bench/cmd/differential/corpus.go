@@ -79,6 +79,8 @@ func builtinCases() []testCase {
 		{"te upper", post("Transfer-Encoding: CHUNKED\n", "5\r\nhello\r\n0\r\n\r\n")},
 		{"te on http/1.0", crlf("POST /a HTTP/1.0\nHost: x\n"+te+"\n") + "5\r\nhello\r\n0\r\n\r\n"},
 		{"te_ underscore", post("Transfer_Encoding: chunked\nContent-Length: 5\n", "0\r\n\r\n")},
+		{"te_ underscore smuggle", post("Transfer_Encoding: chunked\nContent-Length: "+fmt.Sprint(5+len(smuggled))+"\n", "0\r\n\r\n"+smuggled)},
+		{"content_length underscore", crlf("GET /a HTTP/1.1\nHost: x\nContent_Length: "+hidden+"\n\n") + smuggled},
 
 		// Chunks.
 		{"chunk extension", post(te, "5;a=b\r\nhello\r\n0;c\r\n\r\n")},
