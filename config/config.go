@@ -196,9 +196,9 @@ type Server struct {
 	// (retries), and hand everything else (coalescing, queues, a Redis
 	// store, streamed bodies, ...) to goroutines; or "goroutine": a
 	// goroutine per connection serves everything. "loop" needs Linux;
-	// elsewhere it means "goroutine". Either way, goroutines serve the tls
-	// listener's HTTP/1.1 (the loops do no TLS). A change takes effect at
-	// the next start, not on reload.
+	// elsewhere it means "goroutine". The engine serves the tls listener's
+	// HTTP/1.1 too, after the handshake. A change takes effect at the next
+	// start, not on reload.
 	Engine string `yaml:"engine"`
 }
 

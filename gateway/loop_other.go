@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync/atomic"
@@ -19,3 +20,5 @@ func newLoopEngine(*Gateway, net.Addr) (*loopEngine, error) { return nil, errors
 
 func (*loopEngine) serve(net.Listener) error       { return errors.ErrUnsupported }
 func (*loopEngine) shutdown(context.Context) error { return nil }
+
+func (*loopEngine) serveTLS(*sockSwitch, *tls.Conn) bool { return false }
