@@ -257,7 +257,9 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 		x.body = buf
 	default:
 		if stream != nil {
-			x.stream = newClientBody(stream, maxBody)
+			b := newClientBody(stream, maxBody)
+			b.head = &ctx.Request.Header
+			x.stream = b
 		}
 	}
 	return ""

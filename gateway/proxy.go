@@ -238,6 +238,7 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 			}
 		}
 		removeHopRequest(&req.Header)
+		removeClaims(&req.Header, x.trusted)
 		reannounceTrailers(req, t, rules) // an HTTP/2 request's, see trailedBody
 		// No Content-Type the client did not send (fasthttp's default
 		// for a body, which the loops do not add).
@@ -246,8 +247,11 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 		// 6.2), whatever the client's.
 		req.Header.SetProtocolBytes(http11)
 		req.Header.SetCanonical(hdrForwardedFor, x.xff)
-		// Set before SetHost below overwrites the client's Host.
-		req.Header.SetCanonical(hdrForwardedHost, fwdHost)
+		// Set before SetHost below overwrites the client's Host; none
+		// for a request without one (HTTP/1.0).
+		if len(fwdHost) > 0 {
+			req.Header.SetCanonical(hdrForwardedHost, fwdHost)
+		}
 		req.Header.SetCanonical(hdrForwardedProto, fwdProto)
 		req.Header.SetCanonical(hdrRequestID, x.obs.id)
 		if x.obs.trace != nil {
@@ -455,4 +459,22 @@ func (b *upstreamBody) Close() error {
 	}
 	b.End()
 	return nil
+}
+
+// removeClaims deletes the X-Forwarded-* headers the gateway does not set
+// (see http1.ForwardedClaim) unless trusted (the client is a trusted
+// proxy), and Transfer_Encoding and Content_Length, which servers that
+// read '_' as '-' would frame the body by (an HTTP/1.1 request with them
+// is refused, see http1.RefusedHead; an HTTP/2 one gets here).
+func removeClaims(h *fasthttp.RequestHeader, trusted bool) {
+	var names []string
+	for k := range h.All() {
+		if !trusted && http1.ForwardedClaim(k) || bytes.IndexByte(k, '_') >= 0 &&
+			(http1.CGIName(k, "Content-Length") || http1.CGIName(k, "Transfer-Encoding")) {
+			names = append(names, string(k))
+		}
+	}
+	for _, k := range names {
+		h.Del(k)
+	}
 }
