@@ -70,7 +70,9 @@ routes:
 	const limit = 512 << 10 // maxPendingOut, and room for one read event's answers
 	var out []byte
 	out = w.seal(out, 23, []byte("GET / HTTP/1.1\r\nHost: x\r\nX-Pad: "))
-	for range 20000 { // 8 MiB: ~8 MB of answers, past what the kernel takes
+	// 8 MiB: ~8 MB of answers, more than the kernel's buffers take
+	// (net.ipv4.tcp_wmem allows a socket 4 MiB by default).
+	for range 20000 {
 		for range 15 {
 			out = w.keyUpdate(out)
 		}
