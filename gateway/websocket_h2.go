@@ -157,11 +157,13 @@ var errBadAccept = &answerError{msg: "gateway: the target's Sec-WebSocket-Accept
 	code: http.StatusBadGateway, reason: answer.UpstreamError}
 
 // h2PassRefusal passes on a target's answer other than 101 to a handshake
-// over HTTP/2, as wsPassRefusal does on HTTP/1.1. It returns the reason
-// for the log.
+// over HTTP/2, as wsPassRefusal does on HTTP/1.1, but for a 1xx or 2xx
+// one (a 502): to an HTTP/2 client a 2xx says the WebSocket is open
+// (RFC 8441 section 5), and net/http answers 200 to a handler that
+// wrote only a 1xx. It returns the reason for the log.
 func h2PassRefusal(w http.ResponseWriter, resp *http.Response, rules *routeRules) string {
 	body, ok := wsRefusalBody(resp)
-	if !ok {
+	if !ok || resp.StatusCode < 300 {
 		return writeStdError(w, errBadRefusal)
 	}
 	wh := w.Header()
@@ -179,7 +181,8 @@ func h2PassRefusal(w http.ResponseWriter, resp *http.Response, rules *routeRules
 }
 
 // errBadRefusal is the error of a target's refusal of a handshake that
-// could not be read whole (see wsRefusalBody): a 502.
+// could not be read whole (see wsRefusalBody), or that an HTTP/2 client
+// would read as an acceptance (a 1xx or 2xx): a 502.
 var errBadRefusal = &answerError{msg: "gateway: the target's answer to a WebSocket handshake could not be passed on",
 	code: http.StatusBadGateway, reason: answer.UpstreamError}
 

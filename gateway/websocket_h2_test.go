@@ -409,3 +409,46 @@ func TestExtendedConnectNeedsGODEBUG(t *testing.T) {
 		}
 	})
 }
+
+// TestWebSocketOverHTTP2TargetNotSwitching sends WebSocket handshakes
+// over HTTP/2 to a target that answers them with a 200 and a page (a
+// server that serves the GET and ignores the upgrade) or with a 103
+// Early Hints and nothing more: the client gets a 502 each time. (The
+// 200 was passed on, and the interim 103 made net/http answer 200: to an
+// HTTP/2 client a 2xx means the WebSocket is open, and it read the page
+// as frames.)
+func TestWebSocketOverHTTP2TargetNotSwitching(t *testing.T) {
+	if !inXConnect(t) {
+		return
+	}
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			r, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if r.URL.Path == "/early" {
+				_, _ = c.Write([]byte("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"))
+				_, _ = br.ReadByte() // until the gateway closes the connection
+				return
+			}
+			_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n<html></html>"))
+		})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: ws, upstream: up}
+`, engine, up.addr))
+		h := dialH2(t, gw.Addr)
+		for i, path := range []string{"/page", "/early"} {
+			id := uint32(2*i + 1)
+			h.headers(t, id, false, ":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":authority", "a.test",
+				":path", path, "sec-websocket-version", "13")
+			if st, body := h.read(t, id); st != "502" {
+				t.Errorf("%s: %s %q, want 502", path, st, body)
+			}
+		}
+	})
+}
