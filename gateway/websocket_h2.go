@@ -103,6 +103,11 @@ func (g *Gateway) serveH2WebSocket(ctx *fasthttp.RequestCtx, w http.ResponseWrit
 // carried), else the gateway's refusal or the target's. It returns the
 // reason for the log.
 func (g *Gateway) h2Handshake(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *http.Request, st *state, rt *route, o *observation, key string) (*wsCall, net.Conn, string) {
+	// The stream's reads are the WebSocket's, bounded by its idle
+	// timeout, not by server.read_timeout, which runs from the request's
+	// start: once it passes, net/http's HTTP/2 server closes the request's
+	// body, however long ago the handshake was answered.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	xff, err := stdLimit(w, r, st, rt)
 	if err != nil {
 		return nil, nil, writeStdError(w, err)
@@ -139,15 +144,10 @@ func (g *Gateway) h2Handshake(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r
 		rt.rules.response.apply(wh)
 	}
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if err := rc.Flush(); err != nil {
+	if err := http.NewResponseController(w).Flush(); err != nil {
 		call.abandon(up)
 		return nil, nil, answer.ClientClosed
 	}
-	// The stream's reads are the WebSocket's, bounded by its idle
-	// timeout, not by server.read_timeout (net/http's HTTP/2 server resets
-	// a stream whose read deadline passes).
-	_ = rc.SetReadDeadline(time.Time{})
 	return call, up, ""
 }
 

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -450,5 +451,49 @@ routes:
 				t.Errorf("%s: %s %q, want 502", path, st, body)
 			}
 		}
+	})
+}
+
+// TestWebSocketOverHTTP2SlowHandshake opens a WebSocket over HTTP/2
+// whose target takes longer than server.read_timeout to accept the
+// handshake: messages then pass both ways. (The stream's read deadline,
+// running since the request came, was lifted only once the target had
+// answered: by then it had passed, net/http had closed the request's
+// body, and the WebSocket ended at its first read.)
+func TestWebSocketOverHTTP2SlowHandshake(t *testing.T) {
+	if !inXConnect(t) {
+		return
+	}
+	const readTimeout = 50 * time.Millisecond
+	forEngines(t, func(t *testing.T, engine string) {
+		checkLeaks(t)
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(10 * readTimeout) // net/http's read deadline is on the wall clock
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			for {
+				typ, msg, err := c.Read(context.Background())
+				if err != nil || c.Write(context.Background(), typ, msg) != nil {
+					return
+				}
+			}
+		}))
+		defer up.Close()
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, read_timeout: 50ms}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: ws, upstream: up}
+`, engine, up.URL))
+		c := dialH2WS(t, gw.Addr, "/slow", nil)
+		if c.resp.StatusCode != http.StatusOK {
+			t.Fatalf("handshake: %d", c.resp.StatusCode)
+		}
+		c.echo(t, 1, []byte("after a slow handshake"))
+		c.closeNormally(t)
 	})
 }
