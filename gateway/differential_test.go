@@ -66,15 +66,18 @@ func TestAbsoluteFormNamesHost(t *testing.T) {
 
 // TestTrailerClaimsDropped: a chunked request's trailer section reaches
 // the upstream without the fields the gateway sets or drops in the header
-// (X-Request-Id, Forwarded, X-Forwarded-* in their '_' forms; fasthttp
-// refuses the '-' forms of X-Forwarded-*): an upstream that reads trailers
-// with the header (as many do) read the client's claim beside the
-// gateway's own. Other trailer fields pass.
+// (X-Request-Id, Forwarded, X-Real-IP, X-Forwarded-* in their '_' forms,
+// the others than -For, -Host and -Proto too; fasthttp refuses the '-'
+// forms of X-Forwarded-*), nor Transfer_Encoding or Content_Length: an
+// upstream that reads trailers with the header (as many do) read the
+// client's claim beside the gateway's own. Other trailer fields pass.
+// (X_Forwarded_Port and the framing names passed.)
 func TestTrailerClaimsDropped(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startRecordingUpstream(t)
 		gw := gatewayTo(t, engine, u.Addr)
-		for _, field := range []string{"X-Request-Id: evil", "x_request_id: evil", "Forwarded: for=evil", "X_Forwarded_For: evil", "X_Forwarded_Host: evil"} {
+		for _, field := range []string{"X-Request-Id: evil", "x_request_id: evil", "Forwarded: for=evil", "X_Forwarded_For: evil", "X_Forwarded_Host: evil",
+			"X_Forwarded_Port: evil", "x_real_ip: evil", "Transfer_Encoding: evil", "Content_Length: evil"} {
 			before := u.count()
 			got := exchangeRaw(t, gw.Addr, "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+
 				"5\r\nhello\r\n0\r\n"+field+"\r\nX-Checksum: 1\r\n\r\n", 1)
@@ -229,6 +232,37 @@ func TestH2FramingHeaderUnderscoreDropped(t *testing.T) {
 		}
 		if raw := strings.ToLower(string(msgs[0].Raw)); strings.Contains(raw, "transfer_encoding") || strings.Contains(raw, "content_length") {
 			t.Fatalf("upstream got %q", msgs[0].Raw)
+		}
+	})
+}
+
+// TestH2TrailerClaimsDropped: an HTTP/2 request's trailers reach an
+// HTTP/1.1 upstream's trailer section without the fields a chunked
+// request's trailer section loses (TestTrailerClaimsDropped): the '_'
+// forms of X-Forwarded-Port, X-Real-IP, X-Request-Id, Transfer-Encoding
+// and Content-Length. X_Forwarded_Port, Transfer_Encoding and
+// Content_Length passed, though the header section drops them.
+func TestH2TrailerClaimsDropped(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		h := dialH2(t, gw.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "x", ":path", "/a",
+			"trailer", "x_forwarded_port, transfer_encoding, content_length, x_real_ip, x_request_id, x-checksum", "content-length", "5")
+		if err := h.fr.WriteData(1, false, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		h.headers(t, 1, true, "x_forwarded_port", "evil", "transfer_encoding", "evil", "content_length", "evil",
+			"x_real_ip", "evil", "x_request_id", "evil", "x-checksum", "1")
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("status %s, want 200", st)
+		}
+		msgs, _ := u.since(0)
+		if len(msgs) != 1 || string(msgs[0].Body) != "hello" {
+			t.Fatalf("upstream read %+v", msgs)
+		}
+		if raw := string(msgs[0].Raw); strings.Contains(raw, "evil") || !strings.Contains(raw, "\r\nX-Checksum: 1\r\n") {
+			t.Fatalf("upstream got %q, want the trailer X-Checksum alone", raw)
 		}
 	})
 }
