@@ -266,3 +266,38 @@ func TestH2TrailerClaimsDropped(t *testing.T) {
 		}
 	})
 }
+
+// TestH2OneHost: an HTTP/2 request whose :path is in absolute form, or
+// whose host field names another host than its :authority, is refused
+// (400) and reaches no upstream, as nginx refuses both (RFC 9113 section
+// 8.3.1). The gateway routed by :authority and forwarded the path alone,
+// while a server that reads the :path's host, or the host field, reads
+// another host than the gateway's X-Forwarded-Host. A host field that
+// says the :authority, in any case, passes.
+func TestH2OneHost(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		h := dialH2(t, gw.Addr)
+		for i, c := range []struct {
+			fields []string
+			want   string
+		}{
+			{[]string{":path", "http://evil/a"}, "400"},
+			{[]string{":path", "http://x/a"}, "400"},
+			{[]string{":path", "/a", "host", "evil"}, "400"},
+			{[]string{":path", "/a", "host", "x", "host", "evil"}, "400"},
+			{[]string{":path", "/a", "host", "X"}, "200"},
+			{[]string{":path", "/a"}, "200"},
+		} {
+			id := uint32(2*i + 1)
+			before := u.count()
+			h.headers(t, id, true, append([]string{":method", "GET", ":scheme", "http", ":authority", "x"}, c.fields...)...)
+			st, _ := h.read(t, id)
+			msgs, _ := u.since(before)
+			if st != c.want || (c.want == "400") != (len(msgs) == 0) {
+				t.Fatalf("%q: status %s, upstream read %d messages; want %s", c.fields, st, len(msgs), c.want)
+			}
+		}
+	})
+}
