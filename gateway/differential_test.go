@@ -301,3 +301,34 @@ func TestH2OneHost(t *testing.T) {
 		}
 	})
 }
+
+// TestH2WebSocketClaims: a WebSocket handshake over HTTP/2 (RFC 8441)
+// reaches the upstream, over HTTP/1.1, with the X-Forwarded-* the gateway
+// does not set from a trusted proxy only, as an HTTP/1.1 handshake does
+// (TestForwardedClaimsFromTrustedOnly), and never with transfer_encoding
+// or content_length (TestH2FramingHeaderUnderscoreDropped). The handshake
+// passed the framing names, and dropped a trusted proxy's claims.
+func TestH2WebSocketClaims(t *testing.T) {
+	if !inXConnect(t) {
+		return
+	}
+	for _, trusted := range []string{"", "127.0.0.1/32"} {
+		forEngines(t, func(t *testing.T, engine string) {
+			u := startRecordingUpstream(t)
+			gw := startGateway(t, parseConfig(t, confConfig, engine, trusted, u.Addr))
+			h := dialH2(t, gw.Addr)
+			h.headers(t, 1, false, ":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":authority", "x", ":path", "/ws",
+				"sec-websocket-version", "13", "x-forwarded-port", "6666", "transfer_encoding", "chunked", "content_length", "5")
+			h.read(t, 1) // the recording upstream answers no 101
+			msgs, _ := u.since(0)
+			if len(msgs) != 1 {
+				t.Fatalf("trusted %q: upstream read %d messages", trusted, len(msgs))
+			}
+			raw := strings.ToLower(string(msgs[0].Raw))
+			if strings.Contains(raw, "transfer_encoding") || strings.Contains(raw, "content_length") ||
+				strings.Contains(raw, "x-forwarded-port: 6666") != (trusted != "") {
+				t.Fatalf("trusted %q: upstream got %q", trusted, msgs[0].Raw)
+			}
+		})
+	}
+}
