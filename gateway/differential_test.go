@@ -332,3 +332,31 @@ func TestH2WebSocketClaims(t *testing.T) {
 		})
 	}
 }
+
+// TestH2InvalidAuthorityRefused: an HTTP/2 request whose :authority is no
+// host and port (RFC 9110 section 7.2), as an HTTP/1.1 Host must be
+// (TestInvalidHostRefused), is refused (400) and reaches no upstream.
+// net/http's check takes any of the characters a host may hold in any
+// order ("x:80:80", "x:evil", "[::1]x"), which the gateway forwarded as
+// X-Forwarded-Host.
+func TestH2InvalidAuthorityRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		h := dialH2(t, gw.Addr)
+		for i, c := range []struct {
+			authority, want string
+		}{
+			{"x:80:80", "400"}, {"x:evil", "400"}, {"[::1]x", "400"}, {"x]y", "400"}, {"x", "200"}, {"[::1]:80", "200"}, {"x:8080", "200"},
+		} {
+			id := uint32(2*i + 1)
+			before := u.count()
+			h.headers(t, id, true, ":method", "GET", ":scheme", "http", ":authority", c.authority, ":path", "/a")
+			st, _ := h.read(t, id)
+			msgs, _ := u.since(before)
+			if st != c.want || (c.want == "400") != (len(msgs) == 0) {
+				t.Fatalf(":authority %s: status %s, upstream read %d messages; want %s", c.authority, st, len(msgs), c.want)
+			}
+		}
+	})
+}

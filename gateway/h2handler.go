@@ -15,7 +15,6 @@ import (
 
 	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http/httpguts"
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
@@ -42,9 +41,11 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !httpguts.ValidHostHeader(r.Host) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) {
+	if !http1.ValidHost([]byte(r.Host)) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) {
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
-		// request gets it as Host, would lose the path to it. It takes a
+		// request gets it as Host, would lose the path to it, and the
+		// upstream reads it as X-Forwarded-Host: it must be a host and
+		// port, as an HTTP/1.1 Host (http1.ValidHost). It takes a
 		// :path with spaces, which fasthttp escapes in the path but not in
 		// the query: the upstream's request line would break at them. It
 		// takes the first of several content-length fields, too, where
