@@ -104,16 +104,13 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// dropTrailerClaims removes from h's trailer section the fields that
-// would speak for the gateway or the connection: hop-by-hop ones, the
-// X-Forwarded-* the gateway sets and Forwarded (http1.ForwardedHeader)
-// and X-Request-Id, in any case and with '_' for '-' (many upstreams read
-// trailers with the header, and CGI-style ones read '_' as '-'). fasthttp
-// refuses some of them itself (X-Forwarded-*, Host, the framing fields).
+// dropTrailerClaims removes from h's trailer section the fields a
+// trailer may not carry (see trailerClaim) before fasthttp's writer sends
+// it on.
 func dropTrailerClaims(h *fasthttp.RequestHeader) {
 	var drop []string
 	http1.Headers(h.TrailerHeader(), func(k, _ []byte) bool {
-		if http1.IsHop(k, nil) || http1.ForwardedHeader(k) || http1.CGIName(k, "X-Request-Id") {
+		if trailerClaim(k) {
 			drop = append(drop, string(k))
 		}
 		return true
@@ -160,4 +157,19 @@ func readLength(r io.Reader, n int) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// trailerClaim reports whether k, the name of a request's trailer field,
+// would speak for the gateway or the connection, so that the field is
+// dropped: hop-by-hop ones, the X-Forwarded-* the gateway sets, Forwarded
+// and X-Real-IP (http1.ForwardedHeader), the other X-Forwarded-*
+// (http1.ForwardedClaim: a trusted proxy's too, as fasthttp refuses their
+// '-' forms in a trailer whoever sends them), X-Request-Id, and
+// Content-Length and Transfer-Encoding, in any case and with '_' for '-'
+// (many upstreams read trailers with the header, and CGI-style ones read
+// '_' as '-'). fasthttp refuses some of them itself (the '-' forms of
+// X-Forwarded-*, Host, the framing fields).
+func trailerClaim(k []byte) bool {
+	return http1.IsHop(k, nil) || http1.ForwardedHeader(k) || http1.ForwardedClaim(k) || http1.RequestIDHeader(k) ||
+		http1.CGIName(k, "Content-Length") || http1.CGIName(k, "Transfer-Encoding")
 }

@@ -66,15 +66,18 @@ func TestAbsoluteFormNamesHost(t *testing.T) {
 
 // TestTrailerClaimsDropped: a chunked request's trailer section reaches
 // the upstream without the fields the gateway sets or drops in the header
-// (X-Request-Id, Forwarded, X-Forwarded-* in their '_' forms; fasthttp
-// refuses the '-' forms of X-Forwarded-*): an upstream that reads trailers
-// with the header (as many do) read the client's claim beside the
-// gateway's own. Other trailer fields pass.
+// (X-Request-Id, Forwarded, X-Real-IP, X-Forwarded-* in their '_' forms,
+// the others than -For, -Host and -Proto too; fasthttp refuses the '-'
+// forms of X-Forwarded-*), nor Transfer_Encoding or Content_Length: an
+// upstream that reads trailers with the header (as many do) read the
+// client's claim beside the gateway's own. Other trailer fields pass.
+// (X_Forwarded_Port and the framing names passed.)
 func TestTrailerClaimsDropped(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startRecordingUpstream(t)
 		gw := gatewayTo(t, engine, u.Addr)
-		for _, field := range []string{"X-Request-Id: evil", "x_request_id: evil", "Forwarded: for=evil", "X_Forwarded_For: evil", "X_Forwarded_Host: evil"} {
+		for _, field := range []string{"X-Request-Id: evil", "x_request_id: evil", "Forwarded: for=evil", "X_Forwarded_For: evil", "X_Forwarded_Host: evil",
+			"X_Forwarded_Port: evil", "x_real_ip: evil", "Transfer_Encoding: evil", "Content_Length: evil"} {
 			before := u.count()
 			got := exchangeRaw(t, gw.Addr, "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+
 				"5\r\nhello\r\n0\r\n"+field+"\r\nX-Checksum: 1\r\n\r\n", 1)
@@ -229,6 +232,131 @@ func TestH2FramingHeaderUnderscoreDropped(t *testing.T) {
 		}
 		if raw := strings.ToLower(string(msgs[0].Raw)); strings.Contains(raw, "transfer_encoding") || strings.Contains(raw, "content_length") {
 			t.Fatalf("upstream got %q", msgs[0].Raw)
+		}
+	})
+}
+
+// TestH2TrailerClaimsDropped: an HTTP/2 request's trailers reach an
+// HTTP/1.1 upstream's trailer section without the fields a chunked
+// request's trailer section loses (TestTrailerClaimsDropped): the '_'
+// forms of X-Forwarded-Port, X-Real-IP, X-Request-Id, Transfer-Encoding
+// and Content-Length. X_Forwarded_Port, Transfer_Encoding and
+// Content_Length passed, though the header section drops them.
+func TestH2TrailerClaimsDropped(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		h := dialH2(t, gw.Addr)
+		h.headers(t, 1, false, ":method", "POST", ":scheme", "http", ":authority", "x", ":path", "/a",
+			"trailer", "x_forwarded_port, transfer_encoding, content_length, x_real_ip, x_request_id, x-checksum", "content-length", "5")
+		if err := h.fr.WriteData(1, false, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		h.headers(t, 1, true, "x_forwarded_port", "evil", "transfer_encoding", "evil", "content_length", "evil",
+			"x_real_ip", "evil", "x_request_id", "evil", "x-checksum", "1")
+		if st, _ := h.read(t, 1); st != "200" {
+			t.Fatalf("status %s, want 200", st)
+		}
+		msgs, _ := u.since(0)
+		if len(msgs) != 1 || string(msgs[0].Body) != "hello" {
+			t.Fatalf("upstream read %+v", msgs)
+		}
+		if raw := string(msgs[0].Raw); strings.Contains(raw, "evil") || !strings.Contains(raw, "\r\nX-Checksum: 1\r\n") {
+			t.Fatalf("upstream got %q, want the trailer X-Checksum alone", raw)
+		}
+	})
+}
+
+// TestH2OneHost: an HTTP/2 request whose :path is in absolute form, or
+// whose host field names another host than its :authority, is refused
+// (400) and reaches no upstream, as nginx refuses both (RFC 9113 section
+// 8.3.1). The gateway routed by :authority and forwarded the path alone,
+// while a server that reads the :path's host, or the host field, reads
+// another host than the gateway's X-Forwarded-Host. A host field that
+// says the :authority, in any case, passes.
+func TestH2OneHost(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		h := dialH2(t, gw.Addr)
+		for i, c := range []struct {
+			fields []string
+			want   string
+		}{
+			{[]string{":path", "http://evil/a"}, "400"},
+			{[]string{":path", "http://x/a"}, "400"},
+			{[]string{":path", "/a", "host", "evil"}, "400"},
+			{[]string{":path", "/a", "host", "x", "host", "evil"}, "400"},
+			{[]string{":path", "/a", "host", "X"}, "200"},
+			{[]string{":path", "/a"}, "200"},
+		} {
+			id := uint32(2*i + 1)
+			before := u.count()
+			h.headers(t, id, true, append([]string{":method", "GET", ":scheme", "http", ":authority", "x"}, c.fields...)...)
+			st, _ := h.read(t, id)
+			msgs, _ := u.since(before)
+			if st != c.want || (c.want == "400") != (len(msgs) == 0) {
+				t.Fatalf("%q: status %s, upstream read %d messages; want %s", c.fields, st, len(msgs), c.want)
+			}
+		}
+	})
+}
+
+// TestH2WebSocketClaims: a WebSocket handshake over HTTP/2 (RFC 8441)
+// reaches the upstream, over HTTP/1.1, with the X-Forwarded-* the gateway
+// does not set from a trusted proxy only, as an HTTP/1.1 handshake does
+// (TestForwardedClaimsFromTrustedOnly), and never with transfer_encoding
+// or content_length (TestH2FramingHeaderUnderscoreDropped). The handshake
+// passed the framing names, and dropped a trusted proxy's claims.
+func TestH2WebSocketClaims(t *testing.T) {
+	if !inXConnect(t) {
+		return
+	}
+	for _, trusted := range []string{"", "127.0.0.1/32"} {
+		forEngines(t, func(t *testing.T, engine string) {
+			u := startRecordingUpstream(t)
+			gw := startGateway(t, parseConfig(t, confConfig, engine, trusted, u.Addr))
+			h := dialH2(t, gw.Addr)
+			h.headers(t, 1, false, ":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":authority", "x", ":path", "/ws",
+				"sec-websocket-version", "13", "x-forwarded-port", "6666", "transfer_encoding", "chunked", "content_length", "5")
+			h.read(t, 1) // the recording upstream answers no 101
+			msgs, _ := u.since(0)
+			if len(msgs) != 1 {
+				t.Fatalf("trusted %q: upstream read %d messages", trusted, len(msgs))
+			}
+			raw := strings.ToLower(string(msgs[0].Raw))
+			if strings.Contains(raw, "transfer_encoding") || strings.Contains(raw, "content_length") ||
+				strings.Contains(raw, "x-forwarded-port: 6666") != (trusted != "") {
+				t.Fatalf("trusted %q: upstream got %q", trusted, msgs[0].Raw)
+			}
+		})
+	}
+}
+
+// TestH2InvalidAuthorityRefused: an HTTP/2 request whose :authority is no
+// host and port (RFC 9110 section 7.2), as an HTTP/1.1 Host must be
+// (TestInvalidHostRefused), is refused (400) and reaches no upstream.
+// net/http's check takes any of the characters a host may hold in any
+// order ("x:80:80", "x:evil", "[::1]x"), which the gateway forwarded as
+// X-Forwarded-Host.
+func TestH2InvalidAuthorityRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		h := dialH2(t, gw.Addr)
+		for i, c := range []struct {
+			authority, want string
+		}{
+			{"x:80:80", "400"}, {"x:evil", "400"}, {"[::1]x", "400"}, {"x]y", "400"}, {"x", "200"}, {"[::1]:80", "200"}, {"x:8080", "200"},
+		} {
+			id := uint32(2*i + 1)
+			before := u.count()
+			h.headers(t, id, true, ":method", "GET", ":scheme", "http", ":authority", c.authority, ":path", "/a")
+			st, _ := h.read(t, id)
+			msgs, _ := u.since(before)
+			if st != c.want || (c.want == "400") != (len(msgs) == 0) {
+				t.Fatalf(":authority %s: status %s, upstream read %d messages; want %s", c.authority, st, len(msgs), c.want)
+			}
 		}
 	})
 }

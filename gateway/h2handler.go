@@ -15,13 +15,12 @@ import (
 
 	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http/httpguts"
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
 // same handler as the goroutine engine's (a host that is not one, or a
-// :path with a space, which the HTTP/1.1 engines refuse, is refused with
-// a 400): the request becomes a
+// :path with a space, which the HTTP/1.1 engines refuse, or a request
+// that names a second host, is refused with a 400): the request becomes a
 // fasthttp request on a connection of its own kind (h2Conn), the route's
 // lifecycle runs, and its response is written back through w, streamed
 // as it arrives.
@@ -42,15 +41,18 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !httpguts.ValidHostHeader(r.Host) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) {
+	if !http1.ValidHost([]byte(r.Host)) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) {
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
-		// request gets it as Host, would lose the path to it. It takes a
+		// request gets it as Host, would lose the path to it, and the
+		// upstream reads it as X-Forwarded-Host: it must be a host and
+		// port, as an HTTP/1.1 Host (http1.ValidHost). It takes a
 		// :path with spaces, which fasthttp escapes in the path but not in
 		// the query: the upstream's request line would break at them. It
 		// takes the first of several content-length fields, too, where
 		// another reader would take the last: a request whose fields
 		// disagree, or are no length, is malformed (RFC 9113 section
-		// 8.1.1).
+		// 8.1.1). A request that names a second host, in its :path or a
+		// host field, is refused as nginx refuses it (see oneHost).
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
 		var o observation
 		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
@@ -75,6 +77,28 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func lineTarget(target string) bool {
 	for i := range len(target) {
 		if target[i] <= ' ' || target[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// oneHost reports whether r names one host, its :authority (r.Host): its
+// :path is not in absolute form ("http://a/b": net/http takes it, while
+// the gateway routes by :authority and sends the path alone) and its host
+// fields, if any, say the same host in any case (RFC 9113 section 8.3.1:
+// a server should treat a request whose host differs from :authority as
+// malformed). nginx refuses both; a proxy or upstream that reads the other
+// host would disagree with the gateway's routing and X-Forwarded-Host. A
+// CONNECT's :authority is its target, with no :path (an extended
+// CONNECT's, a WebSocket's, has one).
+func oneHost(r *http.Request) bool {
+	connect := r.Method == http.MethodConnect && r.Header[":protocol"] == nil
+	if !connect && r.RequestURI != "*" && !strings.HasPrefix(r.RequestURI, "/") {
+		return false
+	}
+	for _, v := range r.Header["Host"] {
+		if !strings.EqualFold(v, r.Host) {
 			return false
 		}
 	}
@@ -144,17 +168,16 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 // Trailer, its values not yet read) that an HTTP/1.1 trailer section may
 // carry, and returns their names: end-to-end ones that fasthttp does not
 // refuse (as it refuses Host, Content-Length, Authorization and the like),
-// but the headers the gateway sets itself: Forwarded and X-Forwarded-*
-// (see http1.ForwardedHeader), X-Request-Id and the trace context (a
-// trailer of the same name would move the gateway's own value to the
-// trailer section). net/http's HTTP/2 server keeps only the trailers a
-// request announced in its Trailer header; its HTTP/1.1 server keeps any.
+// but those the gateway drops from a trailer section (see trailerClaim)
+// and the trace context (a trailer of the same name would move the
+// gateway's own value to the trailer section). net/http's HTTP/2 server
+// keeps only the trailers a request announced in its Trailer header; its
+// HTTP/1.1 server keeps any.
 func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
 	var names []string
 	for k := range trailer {
 		kb := []byte(k)
-		if !http1.IsHop(kb, nil) && !http1.ForwardedHeader(kb) && !http1.RequestIDHeader(kb) &&
-			!http1.EqualName(kb, "Traceparent") && !http1.EqualName(kb, "Tracestate") && h.AddTrailer(k) == nil {
+		if !trailerClaim(kb) && !http1.EqualName(kb, "Traceparent") && !http1.EqualName(kb, "Tracestate") && h.AddTrailer(k) == nil {
 			names = append(names, k)
 		}
 	}

@@ -22,12 +22,13 @@ import (
 // h2raw_test.go.)
 
 // TestHTTP2HostAgreesWithAuthority sends HTTP/2 requests whose Host header
-// names another route's host than their :authority: the request is
-// routed by :authority (as net/http reads it, RFC 9113 section 8.3.1),
-// and the upstream is told that same host in X-Forwarded-Host, for a
-// plain request and a gRPC call alike. (The Host header routed the
-// request, and a gRPC call then told the upstream the :authority: the
-// route of one host, the upstream believing another.)
+// names another route's host than their :authority: each is refused
+// (400), a plain request and a gRPC call alike, as nginx refuses it (RFC
+// 9113 section 8.3.1; see TestH2OneHost), and reaches no upstream. (The
+// Host header routed the request, and a gRPC call then told the upstream
+// the :authority: the route of one host, the upstream believing another;
+// then the :authority routed it, while a server reading the host field
+// read another.)
 func TestHTTP2HostAgreesWithAuthority(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		hostUpstream := func(name string) string {
@@ -53,14 +54,18 @@ routes:
 `, engine, hostUpstream("a"), hostUpstream("b")))
 		h := dialH2(t, tg.Addr)
 		h.headers(t, 1, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/", "host", "b.test")
-		if st, body := h.read(t, 1); st != "200" || body != "a xfh=a.test" {
-			t.Errorf("a GET with :authority a.test and Host b.test: %s %q, want route a's answer", st, body)
+		if st, body := h.read(t, 1); st != "400" {
+			t.Errorf("a GET with :authority a.test and Host b.test: %s %q, want 400", st, body)
 		}
 		h.headers(t, 3, false, ":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/svc/Call",
 			"host", "b.test", "content-type", "application/grpc", "te", "trailers")
 		_ = h.fr.WriteData(3, true, []byte("\x00\x00\x00\x00\x00"))
-		if st, body := h.read(t, 3); st != "200" || body != "a xfh=a.test" {
-			t.Errorf("a gRPC call with :authority a.test and Host b.test: %s %q, want route a's answer", st, body)
+		if st, body := h.read(t, 3); st != "400" {
+			t.Errorf("a gRPC call with :authority a.test and Host b.test: %s %q, want 400", st, body)
+		}
+		h.headers(t, 5, true, ":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/", "host", "A.test")
+		if st, body := h.read(t, 5); st != "200" || body != "a xfh=a.test" {
+			t.Errorf("a GET with :authority a.test and Host A.test: %s %q, want route a's answer", st, body)
 		}
 	})
 }

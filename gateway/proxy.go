@@ -469,12 +469,18 @@ func (b *upstreamBody) Close() error {
 func removeClaims(h *fasthttp.RequestHeader, trusted bool) {
 	var names []string
 	for k := range h.All() {
-		if !trusted && http1.ForwardedClaim(k) || bytes.IndexByte(k, '_') >= 0 &&
-			(http1.CGIName(k, "Content-Length") || http1.CGIName(k, "Transfer-Encoding")) {
+		if !trusted && http1.ForwardedClaim(k) || underscoreFraming(k) {
 			names = append(names, string(k))
 		}
 	}
 	for _, k := range names {
 		h.Del(k)
 	}
+}
+
+// underscoreFraming reports whether k is Transfer_Encoding or
+// Content_Length, in any case and with at least one '_' for '-': a field
+// that servers reading '_' as '-' would frame the body by.
+func underscoreFraming(k []byte) bool {
+	return bytes.IndexByte(k, '_') >= 0 && (http1.CGIName(k, "Content-Length") || http1.CGIName(k, "Transfer-Encoding"))
 }

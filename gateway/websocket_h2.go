@@ -116,7 +116,8 @@ func (g *Gateway) h2Handshake(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r
 	h := &ctx.Request.Header
 	call, up, resp, err := g.wsOpen(rt, o, func(host string, span *tracing.Attempt) []byte {
 		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), headers: h.All(),
-			xff: xff, fwdHost: []byte(fwdHost), fwdProto: []byte(fwdProto), id: o.id, rules: rt.rules}, host, span)
+			xff: xff, fwdHost: []byte(fwdHost), fwdProto: []byte(fwdProto), trusted: st.trusted.contains(stdPeer(r)),
+			id: o.id, rules: rt.rules}, host, span)
 	})
 	if err != nil {
 		return nil, nil, writeStdError(w, err)

@@ -47,7 +47,7 @@ func RefusedMethod(method []byte) int {
 //     authority, in any case, when there is a Host: RFC 9112 section 3.2.2
 //     has a server take the target's, as nginx does, while the gateway
 //     routes by Host, so a request that names two hosts is refused (400);
-//   - a Host is a host and an optional port (see validHost; 400, RFC
+//   - a Host is a host and an optional port (see ValidHost; 400, RFC
 //     9112 section 3.2: the gateway sends it on as X-Forwarded-Host);
 //   - every header line is a token, a colon and a value without control
 //     characters but tabs, ending in CRLF: no space before the colon, no
@@ -75,7 +75,7 @@ func RefusedHead(method, target, proto, raw []byte) int {
 		switch {
 		case EqualName(name, "Host"):
 			host = value
-			return validHost(value)
+			return ValidHost(value)
 		case EqualName(name, "Content-Length"):
 			cl = true
 		case EqualName(name, "Transfer-Encoding"):
@@ -139,12 +139,12 @@ func absoluteAuthority(target []byte) ([]byte, bool) {
 	return rest, true
 }
 
-// validHost reports whether v is a Host value of RFC 9110 section 7.2:
+// ValidHost reports whether v is a Host value of RFC 9110 section 7.2:
 // uri-host [":" port], where uri-host is an IP literal in brackets, or a
 // registered name or IPv4 address of unreserved characters,
 // sub-delimiters and percent-encoded bytes (RFC 3986 section 3.2.2), and
 // port is digits. An empty v is valid (HTTP/1.0 needs no Host).
-func validHost(v []byte) bool {
+func ValidHost(v []byte) bool {
 	name, port := v, []byte(nil)
 	if len(v) > 0 && v[0] == '[' {
 		end := bytes.IndexByte(v, ']')

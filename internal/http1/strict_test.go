@@ -77,8 +77,8 @@ func TestValidHost(t *testing.T) {
 		"a@b": false, "a\"b": false, "a b": false, "a/b": false, "a\\b": false, "a:b": false, "a:1:2": false,
 		"[::1": false, "[]": false, "[::1]x": false, "[::g]": false, "a%2": false, "a<b>": false, "a{b}": false,
 	} {
-		if got := validHost([]byte(v)); got != want {
-			t.Errorf("validHost(%q) = %v, want %v", v, got, want)
+		if got := ValidHost([]byte(v)); got != want {
+			t.Errorf("ValidHost(%q) = %v, want %v", v, got, want)
 		}
 	}
 }
