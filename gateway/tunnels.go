@@ -80,15 +80,12 @@ func (ts *tunnels) shutdown(ctx context.Context) error {
 		return fmt.Errorf("%d WebSocket connections still open: %w", away, context.Cause(ctx))
 	case <-ctx.Done():
 	}
+	ts.sendAway()
+	<-empty
 	ts.mu.Lock()
-	open := ts.openList()
 	away := ts.away
 	ts.mu.Unlock()
-	for _, t := range open {
-		t.GoAway()
-	}
-	<-empty
-	return fmt.Errorf("%d WebSocket connections still open: %w", len(open)+away, context.Cause(ctx))
+	return fmt.Errorf("%d WebSocket connections still open: %w", away, context.Cause(ctx))
 }
 
 // goAway sends every open tunnel away (a close frame 1001 each way) and
@@ -97,24 +94,27 @@ func (ts *tunnels) shutdown(ctx context.Context) error {
 // it closes their connections. shutdown counts them among those still
 // open at the deadline. It returns how many it sent away.
 func (ts *tunnels) goAway() int {
-	ts.mu.Lock()
-	open := ts.openList()
-	ts.away += len(open)
-	ts.mu.Unlock()
-	for _, t := range open {
-		t.GoAway()
-	}
+	open := ts.sendAway()
 	for _, t := range open {
 		<-t.Done()
 	}
 	return len(open)
 }
 
-// openList returns the open tunnels; ts.mu must be held.
-func (ts *tunnels) openList() []*wstunnel.Tunnel {
+// sendAway sends the open tunnels away and returns them. Each is counted
+// once in ts.away and forgotten as open, so that goAway and shutdown,
+// which may both run, never count a tunnel twice.
+func (ts *tunnels) sendAway() []*wstunnel.Tunnel {
+	ts.mu.Lock()
 	open := make([]*wstunnel.Tunnel, 0, len(ts.open))
 	for t := range ts.open {
 		open = append(open, t)
+		delete(ts.open, t)
+	}
+	ts.away += len(open)
+	ts.mu.Unlock()
+	for _, t := range open {
+		t.GoAway()
 	}
 	return open
 }
