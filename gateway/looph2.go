@@ -33,6 +33,7 @@ type loopH2 struct {
 	peerText []byte
 	free     []*h2Stream // streams' request state for reuse
 	feeding  bool        // in core.Feed: answers are flushed at its end
+	queued   bool        // in its loop's h2Out
 
 	lastActive time.Time // when a frame last came
 	wake       *time.Timer
@@ -246,9 +247,7 @@ func (h *loopH2) Cancel(s *h2loop.Stream) {
 func (h *loopH2) refuse(st *h2Stream) {
 	h.core.Reset(st.s, http2.ErrCodeRefusedStream)
 	h.put(st)
-	if !h.feeding {
-		h.flush()
-	}
+	h.later()
 }
 
 // unstreamed resets a stream whose response was to stream from a
@@ -257,9 +256,7 @@ func (h *loopH2) unstreamed(st *h2Stream) {
 	h.dropStream(st)
 	h.core.Reset(st.s, http2.ErrCodeInternal)
 	h.put(st)
-	if !h.feeding {
-		h.flush()
-	}
+	h.later()
 }
 
 // dropStream drops the response that was to stream, with its upstream
@@ -317,7 +314,30 @@ func (h *loopH2) answer(st *h2Stream, b []byte) {
 		h.core.Reset(s, http2.ErrCodeInternal)
 	}
 	h.put(st)
-	if !h.feeding {
+	h.later()
+}
+
+// later sends the connection's output once the loop has handled the
+// events it is handling (its upstream connections' answers, mostly), so
+// that the answers that came together leave in one write; during Feed,
+// traffic sends it at Feed's end.
+func (h *loopH2) later() {
+	if h.feeding || h.queued {
+		return
+	}
+	h.queued = true
+	l := h.l
+	if l.h2Out = append(l.h2Out, h); len(l.h2Out) == 1 {
+		l.e.execute(l, l.flushH2)
+	}
+}
+
+// flushH2 sends the output of the loop's h2c connections that have some.
+func (l *loop) flushH2() {
+	for i, h := range l.h2Out {
+		l.h2Out[i] = nil
+		h.queued = false
 		h.flush()
 	}
+	l.h2Out = l.h2Out[:0]
 }

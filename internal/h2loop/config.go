@@ -30,7 +30,9 @@ type Config struct {
 	ConnWindow int
 	// MaxBlockedBytes bounds the response bytes that flow control holds
 	// back: past it, new streams are refused (REFUSED_STREAM) until the
-	// client opens its windows. Default 1 MiB.
+	// client opens its windows. The requests of one Feed are served at its
+	// end, so the answers held back may pass it by those of at most
+	// MaxConcurrentStreams requests. Default 1 MiB.
 	MaxBlockedBytes int
 	// MaxResets is how many streams the client may reset before their
 	// answers, net of the streams answered in full (each answer takes one

@@ -170,6 +170,9 @@ func (c *Conn) endBlock() {
 	case s == nil:
 		return
 	case hb.tooBig && !hb.trailers:
+		if hb.endStream {
+			s.state = stateHalfClosed
+		}
 		c.Respond(s, 431, nil, nil)
 		return
 	case hb.tooBig || hb.malformed:
