@@ -74,7 +74,7 @@ type loop struct {
 	idle  map[*target][]*upConn
 	conns map[*clientConn]struct{}
 	h2    map[*loopH2]struct{} // h2c connections (server.http2.loops)
-	h2Out []*loopH2             // h2c connections with answers to send (see loopH2.later)
+	h2Out []*loopH2            // h2c connections with answers to send (see loopH2.later)
 }
 
 // sliceWriter collects what is written to it.
