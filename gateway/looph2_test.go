@@ -4,10 +4,12 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -18,19 +20,18 @@ import (
 )
 
 // h2LoopsGateway starts a gateway on the loop engine with h2c on the
-// loops (server.http2.loops), one route "all" to up with policies (YAML
-// of the route's policies: field, or "").
-func h2LoopsGateway(t *testing.T, up *upstream, policies string) *testGateway {
+// loops (server.http2.loops): the routes in YAML (routes, or ""), then one
+// route "all" to up.
+func h2LoopsGateway(t *testing.T, up *upstream, routes string) *testGateway {
 	t.Helper()
 	tg := startGateway(t, parseConfig(t, `
 server: {engine: loop, http2: {loops: true}}
 upstreams:
   up: {targets: ["%s"]}
 routes:
-  - name: all
-    match: {path_prefix: /}
+%s  - name: all
     upstream: up
-%s`, up.URL, policies))
+`, up.URL, routes))
 	if w := h2Settings(t, tg.Addr)[http2.SettingInitialWindowSize]; w != 64<<10 {
 		t.Fatalf("the h2c connection's stream window is %d: not the loops' (64 KiB)", w)
 	}
@@ -55,9 +56,17 @@ func h2Settings(t *testing.T, addr string) map[http2.SettingID]uint32 {
 	return m
 }
 
+// h2Client is an h2c connection of a test: its framer, and the decoder of
+// its answers' header blocks, which puts their status in status.
+type h2Client struct {
+	*http2.Framer
+	dec    *hpack.Decoder
+	status string
+}
+
 // h2Dial opens an h2c connection (prior knowledge) to addr, closed when
 // the test ends, and sends the preface and empty SETTINGS.
-func h2Dial(t *testing.T, addr string) *http2.Framer {
+func h2Dial(t *testing.T, addr string) *h2Client {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, waitLimit)
 	if err != nil {
@@ -68,11 +77,16 @@ func h2Dial(t *testing.T, addr string) *http2.Framer {
 	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)
 	}
-	fr := http2.NewFramer(c, c)
-	if err := fr.WriteSettings(); err != nil {
+	cl := &h2Client{Framer: http2.NewFramer(c, c)}
+	cl.dec = hpack.NewDecoder(4096, func(f hpack.HeaderField) {
+		if f.Name == ":status" {
+			cl.status = f.Value
+		}
+	})
+	if err := cl.WriteSettings(); err != nil {
 		t.Fatal(err)
 	}
-	return fr
+	return cl
 }
 
 // h2Headers encodes a request's header block.
@@ -136,5 +150,299 @@ func TestH2LoopsGoClient(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// h2Answer reads frames from fr until stream id ends, answering the
+// server's SETTINGS, and returns its status and body, or the code of its
+// RST_STREAM (the connection's GOAWAY fails the test).
+func h2Answer(t *testing.T, fr *h2Client, id uint32) (status, body string, reset http2.ErrCode, ok bool) {
+	t.Helper()
+	fr.status = ""
+	var b strings.Builder
+	for range 1000 {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading stream %d: %v", id, err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = fr.WriteSettingsAck()
+			}
+		case *http2.HeadersFrame:
+			if f.StreamID == id {
+				if _, err := fr.dec.Write(f.HeaderBlockFragment()); err != nil {
+					t.Fatal(err)
+				}
+				if f.StreamEnded() {
+					return fr.status, b.String(), 0, true
+				}
+			}
+		case *http2.DataFrame:
+			if f.StreamID == id {
+				b.Write(f.Data())
+				if f.StreamEnded() {
+					return fr.status, b.String(), 0, true
+				}
+			}
+		case *http2.RSTStreamFrame:
+			if f.StreamID == id {
+				return "", "", f.ErrCode, false
+			}
+		case *http2.GoAwayFrame:
+			t.Fatalf("GOAWAY: %v", f.ErrCode)
+		}
+	}
+	t.Fatalf("stream %d did not end in 1000 frames", id)
+	return "", "", 0, false
+}
+
+// TestH2LoopsRefused refuses (REFUSED_STREAM) the streams the loops do not
+// serve as HTTP/1.1 either, which the goroutine engine would: a body past
+// 64 KiB, a path to normalize, request trailers, a route that is not the
+// loops' (coalescing); and resets (INTERNAL_ERROR) a stream whose answer
+// would stream from a goroutine (past 64 KiB). The connection serves on.
+func TestH2LoopsRefused(t *testing.T) {
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/large" {
+			_, _ = w.Write(make([]byte, 100<<10))
+			return
+		}
+		fmt.Fprintf(w, "up %s", r.URL.Path)
+	})
+	tg := h2LoopsGateway(t, up, `  - name: coalesced
+    match: {path_prefix: /co/}
+    upstream: up
+    policies: {coalesce: true}
+`)
+	fr := h2Dial(t, tg.Addr)
+	get := func(path string) []byte {
+		return h2Headers(":method", "GET", ":scheme", "http", ":authority", "example.test", ":path", path)
+	}
+	id := uint32(1)
+	check := func(what string, write func(id uint32), want http2.ErrCode) {
+		t.Helper()
+		write(id)
+		status, body, code, ok := h2Answer(t, fr, id)
+		if ok || code != want {
+			t.Errorf("%s: %s %q %v, want RST_STREAM %v", what, status, body, code, want)
+		}
+		id += 2
+	}
+	check("a body past 64 KiB", func(id uint32) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true,
+			BlockFragment: h2Headers(":method", "POST", ":scheme", "http", ":authority", "x", ":path", "/", "content-length", "70000")})
+	}, http2.ErrCodeRefusedStream)
+	check("a path to normalize", func(id uint32) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true, EndStream: true, BlockFragment: get("/a/../b")})
+	}, http2.ErrCodeRefusedStream)
+	check("trailers", func(id uint32) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true,
+			BlockFragment: h2Headers(":method", "POST", ":scheme", "http", ":authority", "x", ":path", "/")})
+		_ = fr.WriteData(id, false, []byte("x"))
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true, EndStream: true, BlockFragment: h2Headers("x-t", "1")})
+	}, http2.ErrCodeRefusedStream)
+	check("a coalescing route", func(id uint32) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true, EndStream: true, BlockFragment: get("/co/x")})
+	}, http2.ErrCodeRefusedStream)
+	check("an answer past 64 KiB", func(id uint32) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true, EndStream: true, BlockFragment: get("/large")})
+	}, http2.ErrCodeInternal)
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true, EndStream: true, BlockFragment: get("/ok")})
+	if status, body, code, ok := h2Answer(t, fr, id); !ok || status != "200" || body != "up /ok" {
+		t.Errorf("then: %s %q %v", status, body, code)
+	}
+}
+
+// TestH2LoopsPolicies answers h2c requests the route's policies refuse as
+// the loops answer HTTP/1.1 ones: 429 with Retry-After past the rate
+// limit, 404 without a route.
+func TestH2LoopsPolicies(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	tg := startGateway(t, parseConfig(t, `
+server: {engine: loop, http2: {loops: true}}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: api
+    match: {path_prefix: /api/}
+    upstream: up
+    policies:
+      rate_limit: {algorithm: token_bucket, limit: 2, period: 1m, key: ip}
+`, up.URL))
+	c := protoClient(t, "h2c", nil, "")
+	var codes []int
+	for range 3 {
+		r := do(t, c, "GET", tg.URL+"/api/x", nil, nil)
+		codes = append(codes, r.Code)
+		if r.Code == 429 && r.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+	}
+	if fmt.Sprint(codes) != "[200 200 429]" {
+		t.Errorf("codes %v, want [200 200 429]", codes)
+	}
+	if r := do(t, c, "GET", tg.URL+"/other", nil, nil); r.Code != 404 {
+		t.Errorf("no route: %d", r.Code)
+	}
+}
+
+// TestH2LoopsClientReset cancels an h2c request on the loops (the client
+// resets its stream) while the upstream holds it: the attempt is cut and
+// the upstream sees its connection go.
+func TestH2LoopsClientReset(t *testing.T) {
+	arrived, gone := make(chan struct{}), make(chan struct{})
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select {
+		case <-r.Context().Done():
+			close(gone)
+		case <-time.After(waitLimit):
+		}
+	})
+	tg := h2LoopsGateway(t, up, "")
+	c := protoClient(t, "h2c", nil, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", tg.URL+"/hold", nil)
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-arrived
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled request got a response")
+	}
+	select {
+	case <-gone:
+	case <-time.After(waitLimit):
+		t.Fatal("the upstream's request went on after the client reset its stream")
+	}
+}
+
+// TestH2LoopsShutdown drains an h2c connection on the loops: GOAWAY, the
+// request in flight answered, then the connection closed and Shutdown
+// done.
+func TestH2LoopsShutdown(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		fmt.Fprint(w, "late")
+	})
+	tg := h2LoopsGateway(t, up, "")
+	fr := h2Dial(t, tg.Addr)
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, EndStream: true,
+		BlockFragment: h2Headers(":method", "GET", ":scheme", "http", ":authority", "x", ":path", "/hold")})
+	<-arrived
+	stopped := make(chan struct{})
+	go func() { tg.stop(t); close(stopped) }()
+	var goaway *http2.GoAwayFrame
+	for goaway == nil {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok {
+			goaway = g
+		}
+	}
+	if goaway.ErrCode != http2.ErrCodeNo || goaway.LastStreamID != 1 {
+		t.Fatalf("GOAWAY %v, last stream %d", goaway.ErrCode, goaway.LastStreamID)
+	}
+	close(release)
+	if status, body, code, ok := h2Answer(t, fr, 1); !ok || status != "200" || body != "late" {
+		t.Fatalf("the request in flight: %s %q %v", status, body, code)
+	}
+	if _, err := fr.ReadFrame(); err == nil {
+		t.Fatal("the connection is still open")
+	}
+	<-stopped
+}
+
+// TestH2LoopsOffByDefault checks that the switch is off by default: h2c
+// goes to net/http's HTTP/2 server, whose stream window is
+// server.http2.max_stream_buffer_bytes (1 MiB), not the loops' 64 KiB.
+func TestH2LoopsOffByDefault(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	tg := gatewayTo(t, "loop", up.addr())
+	if w := h2Settings(t, tg.Addr)[http2.SettingInitialWindowSize]; w != 1<<20 {
+		t.Fatalf("stream window %d: not net/http's", w)
+	}
+}
+
+// TestH2LoopsH2load loads h2c on the loops with h2load (Debian's
+// nghttp2-client), when it is installed: every request succeeds.
+func TestH2LoopsH2load(t *testing.T) {
+	path, err := exec.LookPath("h2load")
+	if err != nil {
+		t.Skip("no h2load")
+	}
+	up := startUpstream(t, "up", nil)
+	tg := h2LoopsGateway(t, up, "")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "-n", "2000", "-c", "4", "-m", "8", tg.URL+"/load").CombinedOutput()
+	if err != nil {
+		t.Fatalf("h2load: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "2000 total, 2000 started, 2000 done, 2000 succeeded, 0 failed, 0 errored") ||
+		!strings.Contains(string(out), "2000 2xx") {
+		t.Fatalf("h2load:\n%s", out)
+	}
+}
+
+// TestH2LoopsUnreadAnswers opens its windows wide, asks for large answers
+// on an h2c connection on the loops and never reads: once the answers
+// waiting to be sent pass their bound, the loop takes nothing more from
+// the connection, and closes it when the client sends on past the bound
+// of its unread input.
+func TestH2LoopsUnreadAnswers(t *testing.T) {
+	answer := make([]byte, 60000)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "60000") // read whole by the loop, not streamed
+		_, _ = w.Write(answer)
+	})
+	tg := h2LoopsGateway(t, up, "")
+	raddr, _ := net.ResolveTCPAddr("tcp", tg.Addr)
+	c, err := net.DialTCP("tcp", nil, raddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadBuffer(4096)
+	_ = c.SetDeadline(time.Now().Add(waitLimit))
+	var b bytes.Buffer
+	fr := http2.NewFramer(&b, nil)
+	b.WriteString(http2.ClientPreface)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30})
+	_ = fr.WriteWindowUpdate(0, 1<<30)
+	block := h2Headers(":method", "GET", ":scheme", "http", ":authority", "example.test", ":path", "/unread")
+	for id := uint32(1); id < 2*200; id += 2 {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
+	}
+	sent := 0
+	for sent < 64<<20 {
+		for b.Len() < 16<<10 {
+			_ = fr.WriteWindowUpdate(0, 1) // filler the loop reads, and takes only while it sends
+		}
+		n, err := c.Write(b.Bytes())
+		sent += n
+		b.Reset()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("after %d bytes: %v", sent, err)
+			}
+			break
+		}
+	}
+	if sent < 1<<20 || sent >= 64<<20 {
+		t.Fatalf("the connection ended after %d bytes", sent)
 	}
 }
