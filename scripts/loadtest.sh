@@ -32,9 +32,13 @@
 # (listen ... http2 on a plaintext port), sluice (whose plaintext listener
 # hands h2c to net/http's HTTP/2 server) and sluice-h2loops, the same
 # gateway with h2c served on its event loops (server.http2.loops, an
-# experiment), each at saturation with h2load as the TLS rounds run it.
-# PERF=1 adds a CPU profile of sluice-h2loops (perf record during its
-# last round, perf report's top symbols printed at the end).
+# experiment), each at saturation with h2load as the TLS rounds run it,
+# then in the same rounds over a fixed H2N requests (default 40000), where
+# the CPU time the proxy's processes spent (user and system, from /proc;
+# nginx's workers) is counted: CPU per request depends less on what else
+# the machine runs than requests per second do. PERF=1 adds a CPU profile
+# of sluice-h2loops (perf record during its last saturated round; the
+# share of kernel and user time, and the gateway's top symbols).
 #
 # Then, unless TLS=0, nginx and sluice (the default engine's gateway) each
 # terminate TLS with the same certificate (a self-signed ECDSA P-256 one,
@@ -179,6 +183,7 @@ if [ -n "${BASELINE:-}" ]; then
 fi
 (cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate && go build -o "$work/otlpsink" ./cmd/otlpsink)
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
+sluice_pid=$!
 "$work/sluice" serve --config "$work/sluice-goroutine.yaml" --watch=false 2>"$work/sluice-goroutine.log" & pids+=($!)
 if [ -n "${H2C:-}" ]; then
 	"$work/sluice" serve --config "$work/sluice-h2loops.yaml" --watch=false 2>"$work/sluice-h2loops.log" & pids+=($!)
@@ -305,6 +310,18 @@ fi
 # h2c (H2C=1): HTTP/2 without TLS, prior knowledge.
 if [ -n "${H2C:-}" ]; then
 	h2c_port() { case $1 in nginx) echo "$NGXC" ;; sluice) echo "$SL" ;; sluice-h2loops) echo "$SLC" ;; esac; }
+	hz=$(getconf CLK_TCK)
+	# cpu_ticks NAME prints the user and system time, in clock ticks, that
+	# the processes serving NAME have spent (nginx: its workers).
+	cpu_ticks() {
+		local ps
+		case $1 in
+		nginx) ps=$(pgrep -P "$(cat "$work/nginx.pid")") ;;
+		sluice) ps=$sluice_pid ;;
+		sluice-h2loops) ps=$h2loops_pid ;;
+		esac
+		for p in $ps; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s}'
+	}
 	for port in $SLC; do
 		for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 	done
@@ -322,11 +339,17 @@ if [ -n "${H2C:-}" ]; then
 			r=$(echo "$out" | awk '/^finished in/ {print $4}')
 			p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
 			echo "h2c $name $r $p" | tee -a "$results" >&2
+			before=$(cpu_ticks "$name")
+			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -n"${H2N:-40000}" "http://127.0.0.1:$(h2c_port "$name")/")
+			after=$(cpu_ticks "$name")
+			done_=$(echo "$out" | awk '/^requests:/ {print $8}')
+			echo "h2c-cpu $name $(( (after - before) * 1000 * 1000 / hz / done_ )) 0" | tee -a "$results" >&2
 		done
 	done
 	if [ -n "${PERF:-}" ] && [ -f "$work/perf.data" ]; then
-		echo "CPU profile of sluice-h2loops (perf report, self time, top symbols):"
-		perf report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -40
+		echo "CPU profile of sluice-h2loops under h2load (perf report, self time):"
+		perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -5 || true
+		perf report -i "$work/perf.data" --no-children --dsos sluice --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -30 || true
 	fi
 fi
 
@@ -354,6 +377,18 @@ def ratio(xs, base):
     if not rs:
         return "-"
     return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})"
+cpu = collections.defaultdict(list)
+for (phase, name), rs in runs.items():
+    if phase == "h2c-cpu":
+        cpu[name] = [r for r, _ in rs]
+if cpu:
+    print("\nh2c CPU time per 1000 requests (ms, user and system, the proxy's processes): median (range) of the rounds; ratio to nginx by round")
+    for name in ("nginx", "sluice", "sluice-h2loops"):
+        if cpu[name]:
+            print(f"{label[name]:26} {statistics.median(cpu[name]):8.0f} ({min(cpu[name]):.0f}-{max(cpu[name]):.0f}) {ratio(cpu[name], cpu['nginx']):>20}")
+h2c = {name: [r for r, _ in runs["h2c", name]] for name in ("sluice", "sluice-h2loops")}
+if h2c["sluice"] and h2c["sluice-h2loops"]:
+    print(f"\nh2c on the loops vs net/http's h2c, same build, req/s: {ratio(h2c['sluice-h2loops'], h2c['sluice'])}")
 for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)"),
                      ("https", "HTTPS, HTTP/1.1 keep-alive, saturation (wrk)"), ("h2", "HTTP/2 over TLS, saturation (h2load; latency: mean)"),
                      ("h2ceiling", "HTTP/2 over TLS beside net/http's ceilings (h2load; latency: mean)"),
