@@ -37,8 +37,8 @@
 # the CPU time the proxy's processes spent (user and system, from /proc;
 # nginx's workers) is counted: CPU per request depends less on what else
 # the machine runs than requests per second do. PERF=1 adds a CPU profile
-# of sluice-h2loops (perf record during its last saturated round; the
-# share of kernel and user time, and the gateway's top symbols).
+# of sluice-h2loops (perf record during a saturated run after the rounds;
+# the share of kernel and user time, and the gateway's top symbols).
 #
 # Then, unless TLS=0, nginx and sluice (the default engine's gateway) each
 # terminate TLS with the same certificate (a self-signed ECDSA P-256 one,
@@ -327,12 +327,7 @@ if [ -n "${H2C:-}" ]; then
 	done
 	for round in $(seq "$ROUNDS"); do
 		for name in nginx sluice sluice-h2loops; do
-			prof=
-			if [ -n "${PERF:-}" ] && [ "$name" = sluice-h2loops ] && [ "$round" = "$ROUNDS" ]; then
-				perf record -q -g -o "$work/perf.data" -p "$h2loops_pid" -- sleep "${DURATION%s}" >/dev/null 2>&1 & prof=$!
-			fi
 			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "http://127.0.0.1:$(h2c_port "$name")/")
-			[ -n "$prof" ] && wait "$prof"
 			if ! echo "$out" | grep -q " 0 failed, 0 errored"; then
 				echo "$out" | grep -E "requests:|status codes:" >&2
 			fi
@@ -346,7 +341,10 @@ if [ -n "${H2C:-}" ]; then
 			echo "h2c-cpu $name $(( (after - before) * 1000 * 1000 / hz / done_ )) 0" | tee -a "$results" >&2
 		done
 	done
-	if [ -n "${PERF:-}" ] && [ -f "$work/perf.data" ]; then
+	if [ -n "${PERF:-}" ]; then # a run of its own, after the rounds
+		perf record -q -g -o "$work/perf.data" -p "$h2loops_pid" -- sleep "${DURATION%s}" >/dev/null 2>&1 & prof=$!
+		h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "http://127.0.0.1:$SLC/" >/dev/null
+		wait "$prof" || true
 		echo "CPU profile of sluice-h2loops under h2load (perf report, self time):"
 		perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -5 || true
 		perf report -i "$work/perf.data" --no-children --dsos sluice --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -30 || true
