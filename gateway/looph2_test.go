@@ -5,6 +5,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -196,6 +197,26 @@ func h2Answer(t *testing.T, fr *h2Client, id uint32) (status, body string, reset
 	}
 	t.Fatalf("stream %d did not end in 1000 frames", id)
 	return "", "", 0, false
+}
+
+// TestH2LoopsXNetTransport serves golang.org/x/net/http2's Transport
+// (AllowHTTP, prior knowledge) on the loops, several requests on its one
+// connection.
+func TestH2LoopsXNetTransport(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	tg := h2LoopsGateway(t, up, "")
+	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: waitLimit}
+	for i := range 5 {
+		r := do(t, c, "GET", fmt.Sprintf("%s/x%d", tg.URL, i), nil, nil)
+		if r.Code != 200 || r.Body != fmt.Sprintf("up /x%d", i) {
+			t.Fatalf("request %d: %d %q", i, r.Code, r.Body)
+		}
+	}
 }
 
 // TestH2LoopsRefused refuses (REFUSED_STREAM) the streams the loops do not
