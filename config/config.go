@@ -196,9 +196,9 @@ type Server struct {
 	// (retries), and hand everything else (coalescing, queues, a Redis
 	// store, streamed bodies, ...) to goroutines; or "goroutine": a
 	// goroutine per connection serves everything. "loop" needs Linux;
-	// elsewhere it means "goroutine". Either way, goroutines serve the tls
-	// listener's HTTP/1.1 (the loops do no TLS). A change takes effect at
-	// the next start, not on reload.
+	// elsewhere it means "goroutine". The engine serves the tls listener's
+	// HTTP/1.1 too, after the handshake. A change takes effect at the next
+	// start, not on reload.
 	Engine string `yaml:"engine"`
 }
 
@@ -276,7 +276,10 @@ type Upstream struct {
 	// the head instead. An attempt that waits longer for its head ends as a
 	// timeout (504, and retried on timeout) on every route and engine, with
 	// or without a timeout policy; a streamed body that stalls longer is
-	// cut, and the client's connection closed. Default 60s.
+	// cut, and the client's connection closed. It does not bound a gRPC
+	// call, whose answer may come only at its end: its deadline
+	// (grpc-timeout), server.grpc_idle_timeout and the route's timeout do.
+	// Default 60s.
 	ResponseHeaderTimeout Duration `yaml:"response_header_timeout"`
 }
 
@@ -350,12 +353,17 @@ type GRPC struct {
 	// ("/pkg.Service/*"), retried when the route has a retry policy (on
 	// UNAVAILABLE, and on what retry.on names of connect_error and
 	// timeout), and hedged when it hedges and the call's request is one
-	// message (a unary call; never a client or bidirectional stream of
-	// several). A call of any other method is sent once. Name only unary
-	// and client-streaming methods: the gateway reads such a call's
+	// message (a unary or server-streaming call; never a client or
+	// bidirectional stream of several). A call of any other method is
+	// sent once. On a route that retries, the gateway reads such a call's
 	// request whole (up to 1 MiB; a longer one is sent once) before it
-	// sends it, and its answer too, so that a retry or a hedge can replace
-	// it. Default: none.
+	// sends it, and, unless the call is hedged, its answer too, so that a
+	// retry can replace it: name only unary and client-streaming methods
+	// there. A hedged call's race ends with an answer's first message,
+	// and the rest streams as it comes; on a route that only hedges, the
+	// request is not held back either (it streams to the first attempt,
+	// and a hedge is sent only once it has ended as one message), so any
+	// method may be named. Default: none.
 	Idempotent []string `yaml:"idempotent"`
 }
 
@@ -672,12 +680,17 @@ type Fallback struct {
 	// GRPCCode is GRPCStatus's number (-1 when it names none). Set by
 	// Parse and Load.
 	GRPCCode int `yaml:"-"`
-	// Static reports whether the static answer is the last level: when
-	// status, content_type, body, grpc_status or grpc_message is given, or
-	// when neither upstream nor
-	// last_good is (a fallback of the static answer alone). Set by Parse
-	// and Load.
+	// Static reports whether the static answer is the last level of HTTP
+	// requests: when status, content_type or body is given, or when
+	// neither upstream nor last_good is (a fallback of the static answer
+	// alone). Set by Parse and Load.
 	Static bool `yaml:"-"`
+	// GRPCStatic reports whether the static answer is the last level of
+	// gRPC calls: when Static is, or grpc_status or grpc_message is given.
+	// A fallback whose static fields are gRPC's alone answers gRPC calls
+	// only: an HTTP request its other levels cannot answer gets the
+	// route's own answer. Set by Parse and Load.
+	GRPCStatic bool `yaml:"-"`
 }
 
 // Load reads, decodes, defaults and validates the file at path.

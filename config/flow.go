@@ -158,7 +158,8 @@ func (d defaults) flow(path string, p *Policies) {
 		d.str(fp+".grpc_status", &f.GRPCStatus, "UNAVAILABLE")
 		f.GRPCCode = grpcCode(f.GRPCStatus)
 		f.Static = d.given[fp+".status"] || d.given[fp+".content_type"] || d.given[fp+".body"] ||
-			d.given[fp+".grpc_status"] || d.given[fp+".grpc_message"] || (f.Upstream == "" && f.LastGood == nil)
+			(f.Upstream == "" && f.LastGood == nil)
+		f.GRPCStatic = f.Static || d.given[fp+".grpc_status"] || d.given[fp+".grpc_message"]
 		if lg := f.LastGood; lg != nil {
 			lp := fp + ".last_good"
 			d.dur(lp+".max_age", &lg.MaxAge, time.Minute)

@@ -103,32 +103,36 @@ func TestFlowDefaults(t *testing.T) {
 	if *p.Fallback.LastGood != wantLG {
 		t.Errorf("last_good = %+v, want %+v", *p.Fallback.LastGood, wantLG)
 	}
-	if p.Fallback.Static {
+	if p.Fallback.Static || p.Fallback.GRPCStatic {
 		t.Errorf("a fallback with upstream and last_good and no static field has a static level")
 	}
 	if f := p.Fallback; f.GRPCStatus != "UNAVAILABLE" || f.GRPCCode != 14 || f.GRPCMessage != "" {
 		t.Errorf("grpc_status %q (%d), grpc_message %q; want UNAVAILABLE (14) and none", f.GRPCStatus, f.GRPCCode, f.GRPCMessage)
 	}
 
+	// A static level of gRPC's alone is not HTTP's (it was).
 	for _, tt := range []struct {
-		policies string
-		static   bool
+		policies         string
+		static, grpcOnly bool
 	}{
-		{"fallback: {}", true},
-		{"fallback: {upstream: b}", false},
-		{"fallback: {last_good: {}}", false},
-		{"fallback: {upstream: b, status: 503}", true},
-		{"fallback: {last_good: {}, body: degraded}", true},
-		{"fallback: {upstream: b, content_type: application/json}", true},
-		{"fallback: {upstream: b, grpc_status: OK}", true},
-		{"fallback: {last_good: {}, grpc_message: degraded}", true},
+		{"fallback: {}", true, false},
+		{"fallback: {upstream: b}", false, false},
+		{"fallback: {last_good: {}}", false, false},
+		{"fallback: {upstream: b, status: 503}", true, false},
+		{"fallback: {last_good: {}, body: degraded}", true, false},
+		{"fallback: {upstream: b, content_type: application/json}", true, false},
+		{"fallback: {upstream: b, grpc_status: OK}", false, true},
+		{"fallback: {last_good: {}, grpc_message: degraded}", false, true},
+		{"fallback: {upstream: b, status: 503, grpc_status: OK}", true, false},
 	} {
 		c, err := config.Parse("c.yaml", []byte(two+"    policies: {"+tt.policies+"}\n"))
 		if err != nil {
 			t.Fatalf("%s: %v", tt.policies, err)
 		}
-		if f := c.Routes[0].Policies.Fallback; f.Static != tt.static || f.Status != 503 || f.ContentType != "application/json" {
-			t.Errorf("%s: static %v, status %d, content type %q; want static %v, 503, application/json", tt.policies, f.Static, f.Status, f.ContentType, tt.static)
+		f := c.Routes[0].Policies.Fallback
+		if f.Static != tt.static || f.GRPCStatic != (tt.static || tt.grpcOnly) || f.Status != 503 || f.ContentType != "application/json" {
+			t.Errorf("%s: static %v, grpc static %v, status %d, content type %q; want static %v, grpc static %v, 503, application/json",
+				tt.policies, f.Static, f.GRPCStatic, f.Status, f.ContentType, tt.static, tt.static || tt.grpcOnly)
 		}
 	}
 }

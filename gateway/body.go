@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/upstream"
 )
 
 // errClientBody marks an error in reading a streamed request body from the
@@ -58,6 +60,16 @@ func newClientBody(r io.Reader, maxBody int) *clientBody {
 	return &clientBody{r: r, left: int64(maxBody)}
 }
 
+// Trailer returns the trailers of the body b bounds when it has them (a
+// trailedBody's, for an HTTP/2 target), else nil: b is an
+// upstream.TrailedBody.
+func (b *clientBody) Trailer() http.Header {
+	if tb, ok := b.r.(upstream.TrailedBody); ok {
+		return tb.Trailer()
+	}
+	return nil
+}
+
 func (b *clientBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
@@ -91,4 +103,31 @@ func classify(ctx context.Context, err error) sluice.Class {
 		return sluice.Ignored
 	}
 	return sluice.DefaultClassifier(ctx, err)
+}
+
+// firstRead is the most of a body of known length that readLength
+// allocates before any of it arrived.
+const firstRead = 16 << 10
+
+// readLength reads a body of n bytes from r whole. Its buffer grows as
+// the bytes arrive (doubling, from firstRead), so that what a client that
+// announces a length and sends little makes the gateway hold is at most
+// twice what it sent, past the first firstRead bytes: an HTTP/2 client
+// announces as many bodies as it has streams.
+func readLength(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, firstRead))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = append(make([]byte, 0, min(n, 2*cap(buf))), buf...)
+		}
+		k, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err != nil && len(buf) < n {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }

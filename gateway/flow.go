@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/hedge"
 	"github.com/sluicehq/sluice/retry"
@@ -87,11 +85,8 @@ func buildHedge(hc *config.Hedge, g *Gateway) (*hedge.Policy, *retry.Budget, err
 		MaxHedges: 1,
 		Budget:    budget,
 		Discard: func(v any) {
-			switch v := v.(type) {
-			case *fasthttp.Response:
-				releaseResponse(v)
-			case *grpcOpen:
-				v.discard()
+			if w, ok := v.(*raced); ok {
+				w.discard()
 			}
 		},
 		Clock: g.clock,

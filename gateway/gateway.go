@@ -36,8 +36,8 @@
 // over, and those of the TLS listener (ServeTLS) whose ALPN chose it; each
 // of its requests runs through the goroutine engine's handler, so that
 // every engine drives the same lifecycle. The TLS listener's HTTP/1.1
-// connections go to the goroutine engine, on either server.engine
-// (tlsmux.go). Upstreams speak HTTP/1.1 (over TLS for https targets) or
+// connections go to the engine server.engine names, as the plaintext
+// ones (tlsmux.go, looptls.go). Upstreams speak HTTP/1.1 (over TLS for https targets) or
 // HTTP/2; internal/upstream keeps their targets, their balancing and
 // health, and the exchange with a target.
 //
@@ -93,7 +93,8 @@ type Gateway struct {
 	// other engines hand over (h2engine.go).
 	h2 *h2Engine
 	// tls serves the TLS listeners: it runs their handshakes and hands
-	// their connections to h2 or the goroutine engine (tlsmux.go).
+	// their connections to h2, the loops or the goroutine engine
+	// (tlsmux.go).
 	tls     *tlsMux
 	ln      net.Listener
 	log     *slog.Logger
@@ -207,9 +208,10 @@ func (g *Gateway) Serve(ln net.Listener) error {
 // TLS until Shutdown: HTTP/2 or HTTP/1.1, as the client's ALPN chooses
 // (HTTP/1.1 when it names neither), with the certificates of the
 // configuration's tls section (read again by every Apply). A handshake is
-// bounded by server.read_header_timeout; HTTP/1.1 is then served by the
-// goroutine engine, with the plaintext listener's limits and timeouts,
-// whatever server.engine says. It returns nil after a graceful shutdown.
+// bounded by server.read_header_timeout; HTTP/1.1 is then served as on
+// the plaintext listener, with its limits and timeouts: by the event loops
+// once Serve has started them (server.engine loop), else by the goroutine
+// engine. It returns nil after a graceful shutdown.
 func (g *Gateway) ServeTLS(ln net.Listener) error {
 	return g.tls.serve(ln)
 }

@@ -23,7 +23,7 @@ import (
 // nothing yet.
 func grpcFallback(w http.ResponseWriter, rt *route, err error) string {
 	f := rt.life.fallback
-	if f == nil || !f.Static || errorIsClients(err) {
+	if f == nil || !f.GRPCStatic || errorIsClients(err) {
 		return ""
 	}
 	_, reason := answer.GRPCClassify(err)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -88,6 +89,45 @@ routes:
 		}
 		if n := up.unary.Load(); n != 4 {
 			t.Errorf("the upstream got %d UnaryCalls, want 4 (one per route but the closed one)", n)
+		}
+	})
+}
+
+// TestGRPCStaticFallbackIsGRPCOnly gives routes a fallback of another
+// upstream (unreachable) and grpc_message alone: a gRPC call gets the
+// static answer in gRPC, and an HTTP request, which no level answers,
+// the route's own answer, its upstream's 500. (grpc_status and
+// grpc_message made the static level HTTP's too: the HTTP request got its
+// 503.)
+func TestGRPCStaticFallbackIsGRPCOnly(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startGRPCUpstream(t)
+		up.fail.Store(uint32(codes.Unavailable))
+		web := startUpstream(t, "web", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, "web failed")
+		})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+  web: {targets: ["%s"]}
+  closed: {targets: ["http://%s"]}
+routes:
+  - name: web
+    match: {path_prefix: /web}
+    upstream: web
+    policies: {fallback: {upstream: closed, grpc_message: degraded}}
+  - name: grpc
+    upstream: up
+    policies: {fallback: {upstream: closed, grpc_message: degraded}}
+`, engine, up.addr, web.URL, closedAddr(t)))
+		if res := do(t, newClient(t), "GET", gw.URL+"/web", nil, nil); res.Code != 500 || res.Body != "web failed" {
+			t.Errorf("HTTP: %d %q, want the upstream's 500", res.Code, res.Body)
+		}
+		_, err := grpcClient(t, gw.Addr).UnaryCall(callCtx(t), &testgrpc.SimpleRequest{Payload: payload([]byte("x"))})
+		if st := status.Convert(err); st.Code() != codes.Unavailable || st.Message() != "degraded" {
+			t.Errorf("gRPC: %v, want the fallback's UNAVAILABLE degraded", st)
 		}
 	})
 }

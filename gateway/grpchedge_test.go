@@ -43,17 +43,24 @@ func startGRPCRacers(t *testing.T) *grpcRacers {
 	checkLeaks(t)
 	r := &grpcRacers{calls: map[string]int{}, firstOn: map[string]string{}, first: make(chan string, 8), cancelled: make(chan string, 8)}
 	for i, name := range []string{"a", "b"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.addrs[i] = ln.Addr().String()
-		s := grpc.NewServer()
-		testgrpc.RegisterTestServiceServer(s, &grpcRacer{name: name, r: r})
-		go s.Serve(ln)
-		t.Cleanup(s.Stop)
+		r.addrs[i] = serveTestService(t, &grpcRacer{name: name, r: r})
 	}
 	return r
+}
+
+// serveTestService serves srv with grpc-go on a loopback port until the
+// test ends, and returns its address.
+func serveTestService(t *testing.T, srv testgrpc.TestServiceServer) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	testgrpc.RegisterTestServiceServer(s, srv)
+	go s.Serve(ln)
+	t.Cleanup(s.Stop)
+	return ln.Addr().String()
 }
 
 func (s *grpcRacer) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
@@ -87,18 +94,13 @@ func (s *grpcRacer) StreamingInputCall(st testgrpc.TestService_StreamingInputCal
 	}
 }
 
-// TestGRPCHedgeUnary makes a unary call of a method named idempotent on a
-// route that hedges, to two targets, the first of which does not answer:
-// once the delay has passed on the gateway's clock, a hedge goes to the
-// other target, its answer is served, and the first attempt is cancelled
-// (the upstream sees its context end) without counting as a failure;
-// whether the answer is held whole or, too long to hold, streams. A
-// client-streaming call of the same service is never hedged. (gRPC calls
-// were never hedged.)
-func TestGRPCHedgeUnary(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
-		rs := startGRPCRacers(t)
-		gw := startGateway(t, parseConfig(t, `
+// grpcHedgeGateway starts a gateway on engine with a route "grpc" to the
+// gRPC servers at addrs, every TestService method named idempotent, whose
+// policies are the YAML flow mapping's entries policies, and returns a
+// client of it.
+func grpcHedgeGateway(t *testing.T, engine string, addrs [2]string, policies string) (*testGateway, testgrpc.TestServiceClient) {
+	t.Helper()
+	gw := startGateway(t, parseConfig(t, `
 server: {engine: %s}
 upstreams:
   up: {targets: ["http://%s", "http://%s"]}
@@ -106,9 +108,23 @@ routes:
   - name: grpc
     upstream: up
     grpc: {idempotent: ["/grpc.testing.TestService/*"]}
-    policies: {hedge: {delay: 50ms, budget: 1}, circuit_breaker: {consecutive_failures: 1, failure_rate: 0}}
-`, engine, rs.addrs[0], rs.addrs[1]))
-		c := grpcClient(t, gw.Addr)
+    policies: {%s}
+`, engine, addrs[0], addrs[1], policies))
+	return gw, grpcClient(t, gw.Addr)
+}
+
+// TestGRPCHedgeUnary makes a unary call of a method named idempotent on a
+// route that hedges, to two targets, the first of which does not answer:
+// once the delay has passed on the gateway's clock, a hedge goes to the
+// other target, its answer is served, and the first attempt is cancelled
+// (the upstream sees its context end) without counting as a failure;
+// whether the answer's message is held whole or, too long to hold,
+// streams. A client-streaming call of the same service is not hedged.
+// (gRPC calls were never hedged.)
+func TestGRPCHedgeUnary(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		rs := startGRPCRacers(t)
+		gw, c := grpcHedgeGateway(t, engine, rs.addrs, "hedge: {delay: 50ms, budget: 1}, circuit_breaker: {consecutive_failures: 1, failure_rate: 0}")
 		for i, size := range []int32{1, 3 << 19} { // held whole, then too long to hold (1.5 MiB)
 			id := string(rune('1' + i))
 			base := gw.Clock.Timers()
@@ -167,7 +183,7 @@ routes:
 			}
 		}
 
-		// A client stream of two messages is not raced.
+		// A client stream of two messages is not hedged.
 		s, err := c.StreamingInputCall(callCtx(t))
 		if err != nil {
 			t.Fatal(err)
@@ -180,8 +196,8 @@ routes:
 		if _, err := s.CloseAndRecv(); err != nil {
 			t.Fatalf("a client stream: %v", err)
 		}
-		if h := gw.routeStatus(t, "grpc").Hedge; h.Requests != 2 {
-			t.Errorf("hedge status %+v after a client stream, want it not raced", *h)
+		if h := gw.routeStatus(t, "grpc").Hedge; h.Hedges != 2 {
+			t.Errorf("hedge status %+v after a client stream, want it not hedged", *h)
 		}
 		rs.mu.Lock()
 		defer rs.mu.Unlock()

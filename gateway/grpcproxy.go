@@ -41,9 +41,14 @@ import (
 //     request is read whole first (up to maxReplayBody) and their answer
 //     too (up to maxReplayBody, then it streams and is final);
 //   - on a route that hedges, those of them whose request is one message
-//     (unary calls) are hedged (see grpchedge.go);
+//     (unary and server-streaming calls) are hedged until an answer's
+//     first message, which then streams; on a route that only hedges,
+//     their request is not read whole first (see grpchedge.go);
 //   - a call through which no byte passed either way for
 //     server.grpc_idle_timeout ends with DEADLINE_EXCEEDED (see grpcIdle);
+//     with its deadline, that bounds its wait for the upstream's answer,
+//     which may come only at the call's end: the upstream's
+//     response_header_timeout does not;
 //     server.write_timeout bounds each write of its answer to the client
 //     (see grpcCall.write);
 //   - a route's static fallback answers, in gRPC (see grpcFallback and
@@ -68,8 +73,10 @@ type grpcCall struct {
 	body              []byte      // the request, read whole when the call may be retried
 	rest              io.Reader   // the request when it streams
 	sent              bool        // rest was given to an attempt
-	// hold: the call may be retried or hedged, so an answer is read whole
-	// before any of it is sent.
+	tee               *requestTee // rest, kept for a hedge (see keepRequest); nil when not
+	// hold: the call may be retried (its request is read whole), so an
+	// answer is read whole before any of it is sent; a hedged call's
+	// attempts read theirs up to the first message (see grpchedge.go).
 	hold  bool
 	held  *heldAnswer  // the last attempt's answer, read whole
 	wrote bool         // an answer was sent to the client (headers at least)
@@ -115,9 +122,13 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	in := newClientBody(idle.reader(r.Body), st.cfg.Server.MaxBodyBytes)
 	c := &grpcCall{rt: rt, w: w, r: r, xff: string(xff), in: in, rest: in, obs: obs, idle: idle, writeTimeout: st.cfg.Server.WriteTimeout.D()}
 	c.fwdHost, c.fwdProto = stdForwarded(r, st)
-	if (rt.policies.retry != nil || rt.life.flow.hedge != nil) && rt.grpc.idempotent(r.URL.Path) {
-		if reason := c.readRequest(ctx); reason != "" {
-			return reason
+	if rt.grpc.idempotent(r.URL.Path) {
+		if rt.policies.retry != nil {
+			if reason := c.readRequest(ctx); reason != "" {
+				return reason
+			}
+		} else if rt.life.flow.hedge != nil {
+			c.keepRequest() // not held back (see grpchedge.go)
 		}
 	}
 	err = grpcIdleCause(ctx, c.run(ctx))
@@ -236,7 +247,7 @@ func (c *grpcCall) attempt(ctx context.Context, a *attempt) error {
 // otherwise.
 func (c *grpcCall) exchange(ctx context.Context, t *target, span *tracing.Attempt) error {
 	if !c.hold {
-		resp, err := c.roundTrip(ctx, t, span)
+		resp, err := c.roundTrip(ctx, t, span, c.body)
 		if err != nil {
 			return err
 		}
@@ -253,11 +264,12 @@ func (c *grpcCall) exchange(ctx context.Context, t *target, span *tracing.Attemp
 	return err
 }
 
-// roundTrip sends the call to t, span the attempt's span, and returns the
-// upstream's answer (its body to be closed), or the attempt's error: a
-// *StatusError for an HTTP status other than 200.
-func (c *grpcCall) roundTrip(ctx context.Context, t *target, span *tracing.Attempt) (*http.Response, error) {
-	out, err := c.request(ctx, t, span)
+// roundTrip sends the call to t, span the attempt's span, with body (nil:
+// the request streams), and returns the upstream's answer (its body to be
+// closed), or the attempt's error: a *StatusError for an HTTP status
+// other than 200.
+func (c *grpcCall) roundTrip(ctx context.Context, t *target, span *tracing.Attempt, body []byte) (*http.Response, error) {
+	out, err := c.request(ctx, t, span, body)
 	if err != nil {
 		return nil, &UpstreamError{Target: t.URL, Err: err}
 	}
@@ -285,7 +297,7 @@ func (c *grpcCall) roundTrip(ctx context.Context, t *target, span *tracing.Attem
 // (its rest to read and close) with what was read of it, and no error.
 // It returns the attempt's error alone when there is no answer.
 func (c *grpcCall) fetch(ctx context.Context, t *target, span *tracing.Attempt) (*heldAnswer, error) {
-	resp, err := c.roundTrip(ctx, t, span)
+	resp, err := c.roundTrip(ctx, t, span, c.body)
 	if err != nil {
 		return nil, err
 	}
@@ -302,16 +314,16 @@ func (c *grpcCall) fetch(ctx context.Context, t *target, span *tracing.Attempt) 
 }
 
 // request builds the upstream request of an attempt to t, span the
-// attempt's span: the client's path and end-to-end headers, the gateway's
+// attempt's span, with body (nil: the request streams): the client's path and end-to-end headers, the gateway's
 // X-Forwarded-*, the route's rewrite and header rules, TE: trailers
 // (gRPC's), and what is left of the call's deadline as grpc-timeout. The
 // client's request trailers are not sent: a gRPC request has none, and a
 // gRPC server (grpc-go's) answers one with a connection error, which
 // would end every call sharing the gateway's connection to it.
-func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt) (*http.Request, error) {
-	var body io.Reader = c.rest
-	if c.body != nil {
-		body = bytes.NewReader(c.body)
+func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt, body []byte) (*http.Request, error) {
+	var rb io.Reader = c.rest
+	if body != nil {
+		rb = bytes.NewReader(body)
 	} else {
 		c.sent = true
 	}
@@ -327,14 +339,14 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 			uri += "?" + q
 		}
 	}
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.Client.Addr+uri, body)
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.Client.Addr+uri, rb)
 	if err != nil {
 		return nil, err
 	}
-	if c.body == nil {
+	if body == nil {
 		out.ContentLength = -1
 	} else {
-		out.ContentLength = int64(len(c.body))
+		out.ContentLength = int64(len(body))
 	}
 	conn := []byte(strings.Join(c.r.Header.Values("Connection"), ", "))
 	for k, vs := range c.r.Header {
@@ -374,7 +386,7 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 // DEADLINE_EXCEEDED) in its trailers. A failing Trailers-Only answer is
 // not sent when the route has a static fallback, which answers instead.
 func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, read []byte) error {
-	if resp.Header.Get(hdrGRPCStatus) != "" && c.rt.life.fallback != nil && c.rt.life.fallback.Static {
+	if resp.Header.Get(hdrGRPCStatus) != "" && c.rt.life.fallback != nil && c.rt.life.fallback.GRPCStatic {
 		// Trailers-Only: when it is a failure, nothing was sent of it
 		// and the route's static fallback replaces it.
 		if err := grpcStatus(resp.Header, nil); err != nil {
@@ -518,8 +530,12 @@ func grpcCause(ctx context.Context, err error) error {
 }
 
 // grpcTransport is a pool's HTTP/2 client for gRPC calls: h2c to http://
-// targets, h2 to https:// ones, with the upstream's connect, response
-// header and idle timeouts. Built at first use; closed by stop.
+// targets, h2 to https:// ones, with the upstream's connect and idle
+// timeouts. Not its response_header_timeout: a call's wait for its
+// answer's head is bounded by the call's deadline and
+// server.grpc_idle_timeout alone (an upstream may answer only at the
+// call's end, as a client-streaming call's does), as on an h2 or h2c
+// upstream's own transport. Built at first use; closed by stop.
 type grpcTransport struct {
 	once sync.Once
 	tr   *http.Transport
@@ -532,11 +548,10 @@ func (p *pool) grpcTransport() *http.Transport {
 		protos.SetUnencryptedHTTP2(true)
 		d := &net.Dialer{Timeout: p.Config().ConnectTimeout.D()}
 		tr := &http.Transport{
-			Protocols:             protos,
-			DialContext:           d.DialContext,
-			ResponseHeaderTimeout: p.Config().ResponseHeaderTimeout.D(),
-			IdleConnTimeout:       p.Config().IdleTimeout.D(),
-			DisableCompression:    true,
+			Protocols:          protos,
+			DialContext:        d.DialContext,
+			IdleConnTimeout:    p.Config().IdleTimeout.D(),
+			DisableCompression: true,
 		}
 		for _, t := range p.Targets() {
 			if t.Client.TLSConfig != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/config"
 )
@@ -101,14 +102,41 @@ func (e *h2Engine) deliver(c net.Conn) {
 }
 
 // shutdown stops the listeners and waits for the engine's requests to
-// finish, or for ctx to end; then it closes the remaining connections.
+// finish, or for ctx to end; then it sends the WebSockets still open away
+// (a close frame 1001 each way, see tunnels.goAway), waits for their
+// streams to end (at most wsAwayWait), and closes the remaining
+// connections.
 func (e *h2Engine) shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	// The connections' wait ends once the WebSockets have gone away.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	served, away := make(chan struct{}), make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(away)
+		defer cancel()
+		if e.g.tunnels.goAway() == 0 {
+			return
+		}
+		t := time.NewTimer(wsAwayWait)
+		defer t.Stop()
+		select {
+		case <-served: // every connection ended by itself
+		case <-t.C:
+		}
+	})
 	upgraded := make(chan error, 1)
-	go func() { upgraded <- e.shutdownUpgrades(ctx) }()
-	err := e.srv.Shutdown(ctx)        // closes the listeners it serves
+	go func() { upgraded <- e.shutdownUpgrades(cctx) }()
+	err := e.srv.Shutdown(cctx) // closes the listeners it serves
+	close(served)
+	if !stop() {
+		<-away
+	}
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err() // cctx's end was ctx's
+	}
 	_ = e.plain.Close()               // in case it did not serve it yet
 	for drained := false; !drained; { // connections delivered but not accepted
 		select {
@@ -122,11 +150,18 @@ func (e *h2Engine) shutdown(ctx context.Context) error {
 		err = errors.Join(fmt.Errorf("HTTP/2 connections: %w", err), e.srv.Close())
 	}
 	if uerr := <-upgraded; uerr != nil {
+		if ctx.Err() != nil {
+			uerr = ctx.Err() // cctx's end was ctx's
+		}
 		err = errors.Join(err, fmt.Errorf("connections upgraded to h2c: %w", uerr))
 	}
 	e.serving.Wait()
 	return err
 }
+
+// wsAwayWait bounds shutdown's wait for the streams of the WebSockets it
+// sent away to end, once their close frames are sent.
+const wsAwayWait = time.Second
 
 // h2cAddr is the address of the listener of handed-over connections.
 type h2cAddr struct{}

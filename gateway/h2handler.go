@@ -58,6 +58,9 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.writeBack(w, r, rc, &ctx.Response)
 		return
 	}
+	if isH2WebSocket(r) && e.g.serveH2WebSocket(ctx, w, r) {
+		return
+	}
 	if e.g.serveStd(ctx, w, r) {
 		return
 	}
@@ -160,11 +163,14 @@ func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
 
 // trailedBody is the body of a request with trailers: once r's body ends,
 // the values of r's trailers named (the ones announced) are set on h, whose
-// trailer section fasthttp then writes.
+// trailer section fasthttp then writes to an HTTP/1.1 target; or, when out
+// is not nil (the request goes to an h2 or h2c target), on out, the
+// trailers the HTTP/2 transport sends (see upstream.TrailedBody).
 type trailedBody struct {
 	r     *http.Request
 	h     *fasthttp.RequestHeader
 	names []string
+	out   http.Header
 }
 
 func (b *trailedBody) Read(p []byte) (int, error) {
@@ -172,12 +178,20 @@ func (b *trailedBody) Read(p []byte) (int, error) {
 	if errors.Is(err, io.EOF) {
 		for _, k := range b.names {
 			for _, v := range b.r.Trailer[k] {
-				b.h.Add(k, v)
+				if b.out != nil {
+					b.out.Add(k, v)
+				} else {
+					b.h.Add(k, v)
+				}
 			}
 		}
 	}
 	return n, err
 }
+
+// Trailer returns the trailers an HTTP/2 target is sent: nil unless
+// reannounceTrailers prepared the body for one.
+func (b *trailedBody) Trailer() http.Header { return b.out }
 
 // reannounceTrailers announces again, for target t, the trailers of req's
 // body when it is a trailedBody, on req's header, from which
@@ -185,8 +199,10 @@ func (b *trailedBody) Read(p []byte) (int, error) {
 // which the gateway's own replaces), but for those the route's rules
 // (nil: none) set or remove: they are dropped, as the rules drop such
 // headers (announced, the rules' value would go in the trailer section,
-// beside the client's). Only an HTTP/1.1 target is sent them: the request
-// of an h2 or h2c target (h2Request) carries no trailers.
+// beside the client's). An h2 or h2c target is sent the same trailers,
+// named in the body's own map rather than on req's header (see
+// trailedBody). gRPC calls take another path (grpcCall.request), which
+// sends no trailers.
 func reannounceTrailers(req *fasthttp.Request, t *target, rules *routeRules) {
 	b, ok := req.BodyStream().(*trailedBody)
 	if !ok {
@@ -196,10 +212,13 @@ func reannounceTrailers(req *fasthttp.Request, t *target, rules *routeRules) {
 		b.names = slices.DeleteFunc(b.names, func(k string) bool { return rules.request.drops([]byte(k)) })
 	}
 	if t.H2 != nil {
-		// Nothing is added to the request's header when the body ends: the
-		// HTTP/2 transport's writer reads that body, and may still do so
-		// once the answer is back and the request is gone.
-		b.names = nil
+		// Not on req's header: the HTTP/2 transport's writer reads the
+		// body, and may still do so once the answer is back and the
+		// request is gone (reset, or serving another client).
+		b.out = make(http.Header, len(b.names))
+		for _, k := range b.names {
+			b.out[k] = nil
+		}
 		return
 	}
 	for _, k := range b.names {

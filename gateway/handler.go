@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
@@ -242,8 +241,8 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 		// no length (-1: chunked, or HTTP/2 DATA) streams, bounded, as
 		// any other.
 	case cl > 0 && cl <= maxReplayBody:
-		buf := make([]byte, cl)
-		if _, err := io.ReadFull(stream, buf); err != nil {
+		buf, err := readLength(stream, cl)
+		if err != nil {
 			writeError(ctx, fasthttp.StatusBadRequest, "body_unreadable", 0)
 			return "body_unreadable"
 		}

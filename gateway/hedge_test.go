@@ -81,6 +81,11 @@ func (r *racers) attempts(id string) int {
 // hedgeGateway starts a gateway on engine with one route to rs whose
 // policies are the YAML flow mapping's entries policies.
 func hedgeGateway(t *testing.T, engine string, rs *racers, policies string) *testGateway {
+	return hedgeGatewayTo(t, engine, rs.a, rs.b, policies)
+}
+
+// hedgeGatewayTo is hedgeGateway to the targets a and b.
+func hedgeGatewayTo(t *testing.T, engine string, a, b *upstream, policies string) *testGateway {
 	return startGateway(t, parseConfig(t, `
 server: {engine: %s}
 upstreams:
@@ -89,7 +94,7 @@ routes:
   - name: r
     upstream: up
     policies: {%s}
-`, engine, rs.a.URL, rs.b.URL, policies))
+`, engine, a.URL, b.URL, policies))
 }
 
 // awaitClosed waits for ch to close, failing the test after waitLimit.
@@ -294,6 +299,63 @@ routes:
 		}
 		if l := logs.requests(t, 1)[0]; l["target"] != want || l["attempts"] != 2.0 {
 			t.Errorf("logged target %v after %v attempts, want %s (the first attempt's, which answered) after 2", l["target"], l["attempts"], want)
+		}
+	})
+}
+
+// TestHedgeRefusedKeepsUpstreamAnswer checks, on both engines, that a
+// 5xx answering the first attempt while the hedge waits for admission
+// is the answer when admission then refuses the hedge, as if no hedge had
+// been tried: here the hedge waits in the concurrency limit's queue
+// behind another request, which takes the slot the first attempt frees
+// and holds it, until the hedge's max_wait passes. (The answer was the
+// refusal's 503.)
+func TestHedgeRefusedKeepsUpstreamAnswer(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		arrived, release, releaseC := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		var calls sync.Map // by id
+		h := func(w http.ResponseWriter, r *http.Request) {
+			id := r.URL.Query().Get("id")
+			if _, again := calls.LoadOrStore(id, true); again {
+				w.WriteHeader(http.StatusTeapot) // a hedge: never expected
+				return
+			}
+			switch id {
+			case "a":
+				close(arrived)
+				awaitClosed(t, release, "the release")
+				w.WriteHeader(http.StatusInternalServerError)
+				fmt.Fprint(w, "a failed")
+			case "c":
+				awaitClosed(t, releaseC, "the release of c")
+				fmt.Fprint(w, "c ok")
+			}
+		}
+		a, b := startUpstream(t, "a", h), startUpstream(t, "b", h)
+		tg := hedgeGatewayTo(t, engine, a, b, "hedge: {delay: 50ms, budget: 1}, concurrency: {max: 1, queue: 2, max_wait: 1s}")
+		c := newClient(t)
+		queued := func(n int) func() bool {
+			return func() bool { return tg.routeStatus(t, "r").ConcurrencyQueued == n }
+		}
+		base := tg.Clock.Timers()
+		answeredA := send(t, c, tg, "GET", "a")
+		awaitClosed(t, arrived, "the first attempt")
+		answeredC := send(t, c, tg, "POST", "c") // not hedged: waits first in the queue
+		eventually(t, "the POST queued", queued(1))
+		hedgeTimer(t, tg, base+1, 50*time.Millisecond) // the hedge's timer, and the POST's wait
+		eventually(t, "the hedge queued", queued(2))
+		close(release) // the 5xx; its slot goes to the POST
+		eventually(t, "the POST admitted", queued(1))
+		tg.Clock.Advance(time.Second) // the hedge's wait ends: refused
+		if res := <-answeredA; res.Code != 500 || res.Body != "a failed" {
+			t.Errorf("answer %d %q, want the upstream's 500", res.Code, res.Body)
+		}
+		close(releaseC)
+		if res := <-answeredC; res.Code != 200 || res.Body != "c ok" {
+			t.Errorf("POST: %d %q", res.Code, res.Body)
+		}
+		if h := tg.routeStatus(t, "r").Hedge; h.Hedges != 1 {
+			t.Errorf("hedge status %+v, want 1 hedge", *h)
 		}
 	})
 }

@@ -46,7 +46,10 @@ const loopsSupported = true
 // connection then returns to its loop. A hand-over moves the socket
 // itself, with the bytes the loop had read, so nothing is lost and nothing
 // is read twice. A client that shuts down its sending side after its
-// requests is answered all the same (see halfClose).
+// requests is answered all the same (see halfClose). The loops serve the
+// TLS listener's HTTP/1.1 too, once its handshake is done (see loopTLS):
+// they decrypt and encrypt on the loop, and the same code serves its
+// requests.
 type loopEngine struct {
 	gnet.BuiltinEventEngine
 	g       *Gateway
@@ -59,8 +62,13 @@ type loopEngine struct {
 
 	conns     atomic.Int64 // client connections on the loops
 	handovers atomic.Uint64
+	tlsConns  atomic.Uint64 // TLS connections the loops took (see serveTLS)
 	streams   sync.WaitGroup
 	draining  atomic.Bool
+	// enrolling is held to read draining and take a TLS connection (see
+	// serveTLS), and to set draining: a connection taken is counted in
+	// conns before shutdown waits for them.
+	enrolling sync.RWMutex
 }
 
 // loop is one event loop's own state, used only on that loop's goroutine.
@@ -73,6 +81,7 @@ type loop struct {
 	bw    *bufio.Writer // serializes messages into out
 	idle  map[*target][]*upConn
 	conns map[*clientConn]struct{}
+	plain [][]byte             // buffers for TLS plaintext, free (see loopTLS.settle)
 	h2    map[*loopH2]struct{} // h2c connections (server.http2.loops)
 	h2Out []*loopH2            // h2c connections with answers to send (see loopH2.later)
 }
@@ -106,6 +115,7 @@ func (e *loopEngine) start() error {
 	}
 	e.served = make(chan error, 1)
 	go func() { e.served <- e.g.server.Serve(e.handoff) }()
+	e.g.tls.loops.Store(e) // the TLS listeners' HTTP/1.1 too
 	return nil
 }
 
@@ -125,6 +135,9 @@ func (e *loopEngine) serve(ln net.Listener) error {
 			if e.g.closing.Load() {
 				return nil
 			}
+			e.enrolling.Lock() // no TLS connection joins loops that stop
+			e.draining.Store(true)
+			e.enrolling.Unlock()
 			_ = e.handoff.Close()
 			<-e.served
 			return errors.Join(err, e.cli.Stop())
@@ -141,7 +154,9 @@ func (e *loopEngine) serve(ln net.Listener) error {
 // then it stops the loops, closing what is left. The goroutine engine's
 // connections are fasthttp's to drain.
 func (e *loopEngine) shutdown(ctx context.Context) error {
+	e.enrolling.Lock()
 	e.draining.Store(true)
+	e.enrolling.Unlock()
 	e.mu.Lock()
 	for _, l := range e.loops {
 		e.execute(l, l.closeIdle)
@@ -249,6 +264,17 @@ func (e *loopEngine) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 func (e *loopEngine) OnTraffic(c gnet.Conn) gnet.Action {
 	switch v := c.Context().(type) {
 	case *clientConn:
+		if t := v.tls; t != nil {
+			if !t.feed() {
+				return gnet.Close
+			}
+			a := v.serve()
+			t.settle()
+			if a == gnet.None && t.eof {
+				return gnet.Close // close_notify: closed takes it as the end of the stream
+			}
+			return a
+		}
 		return v.serve()
 	case *upConn:
 		return v.traffic()
@@ -273,8 +299,12 @@ func (e *loopEngine) OnClose(c gnet.Conn, err error) gnet.Action {
 // detach takes c's socket out of its loop as a net.Conn, with the bytes
 // the loop had read and not consumed. The caller returns gnet.Close from
 // c's own event, which closes only the loop's copy of the socket: nothing
-// more is read from it in between.
+// more is read from it in between. A TLS connection comes out as a
+// tlsConn (see loopTLS.detach).
 func detach(c gnet.Conn) (net.Conn, error) {
+	if t, ok := c.(*loopTLS); ok {
+		return t.detach()
+	}
 	buf, _ := c.Next(-1)
 	rest := bytes.Clone(buf)
 	fd, err := c.Dup()

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync/atomic"
@@ -13,9 +14,16 @@ import (
 const loopsSupported = false
 
 // loopEngine is the event-loop engine, which needs Linux.
-type loopEngine struct{ handovers atomic.Uint64 }
+type loopEngine struct {
+	handovers atomic.Uint64
+	conns     atomic.Int64
+	handoff   *handoffListener
+}
 
 func newLoopEngine(*Gateway, net.Addr) (*loopEngine, error) { return nil, errors.ErrUnsupported }
 
+func (*loopEngine) start() error                   { return errors.ErrUnsupported }
 func (*loopEngine) serve(net.Listener) error       { return errors.ErrUnsupported }
 func (*loopEngine) shutdown(context.Context) error { return nil }
+
+func (*loopEngine) serveTLS(*sockSwitch, *tls.Conn) bool { return false }

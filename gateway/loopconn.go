@@ -52,7 +52,8 @@ const (
 // clientConn is a client connection served on an event loop: one request
 // at a time (loopRequest); pipelined requests wait in the loop's buffer.
 type clientConn struct {
-	c     gnet.Conn
+	c     gnet.Conn // tls itself, for a connection of the TLS listener
+	tls   *loopTLS  // nil: plaintext
 	l     *loop
 	ctx   fasthttp.RequestCtx
 	state connState
@@ -122,7 +123,15 @@ type loopRequest struct {
 
 // open starts serving c on its loop.
 func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
-	cc.c, cc.l = c, e.loopOf(c)
+	cc.l = e.loopOf(c)
+	if t := cc.tls; t != nil {
+		t.Conn, t.l, c = c, cc.l, t
+		// tls.Conn may hold records already (a client can send its first
+		// request in the flight of its Finished): no read event would
+		// tell.
+		_ = c.Wake(nil)
+	}
+	cc.c = c
 	cc.peer = netAddr(c.RemoteAddr())
 	cc.peerText = cc.peer.AppendTo(nil)
 	cc.ctx.Init2(connAddrs{c}, fasthttpLogger{e.g.log}, false)
@@ -138,15 +147,22 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 }
 
 // closed is the connection's end (err is why: io.EOF when the client
-// closed or shut its side, see halfClose), or the loop's part of it after
-// a hand-over. A request still upstream is cancelled (see cancel). A
-// response waiting to stream is dropped with its upstream connection.
+// closed or shut its side, see halfClose, as a TLS client's close_notify
+// is taken), or the loop's part of it after a hand-over. A request
+// still upstream is cancelled (see cancel). A response waiting to stream
+// is dropped with its upstream connection.
 func (cc *clientConn) closed(err error) {
 	cc.wake.Stop()
 	cc.l.e.conns.Add(-1)
 	delete(cc.l.conns, cc)
+	if cc.tls != nil && cc.tls.eof {
+		err = io.EOF
+	}
 	if errors.Is(err, io.EOF) && cc.halfClose() {
 		return
+	}
+	if cc.tls != nil {
+		cc.tls.closing()
 	}
 	switch cc.state {
 	case stateBusy:
@@ -219,7 +235,7 @@ func (cc *clientConn) serve() gnet.Action {
 			cc.reading, cc.readStart = true, now
 			cc.setDeadline(now.Add(srv.ReadHeaderTimeout.D()))
 		}
-		if srv.HTTP2.Loops && !cc.served && isH2CPreface(buf) {
+		if srv.HTTP2.Loops && cc.tls == nil && !cc.served && isH2CPreface(buf) {
 			if len(buf) < len(h2cPreface) {
 				return gnet.None
 			}
@@ -396,10 +412,11 @@ func (cc *clientConn) leave() (net.Conn, error) {
 
 // handOver gives the connection to the goroutine engine with the bytes of
 // its next request, once the client has read every response sent to it;
-// or to the HTTP/2 engine when they are the HTTP/2 preface.
+// or to the HTTP/2 engine when they are the HTTP/2 preface on a plaintext
+// connection (over TLS, only ALPN chooses HTTP/2).
 func (cc *clientConn) handOver() gnet.Action {
 	buf, _ := cc.c.Peek(-1)
-	h2 := isH2CPreface(buf)
+	h2 := cc.tls == nil && isH2CPreface(buf)
 	nc, err := cc.leave()
 	if nc == nil && err == nil {
 		return gnet.None

@@ -52,32 +52,32 @@ type loopH2 struct {
 // HTTP/1.1 request.
 type h2Stream struct {
 	cc clientConn
-	sc h2StreamConn
+	sc loopH2StreamConn
 	h  *loopH2
 	s  *h2loop.Stream
 }
 
-// h2StreamConn is the connection an h2Stream's clientConn writes its answer
+// loopH2StreamConn is the connection an h2Stream's clientConn writes its answer
 // to: what it writes goes to the stream (loopH2.answer), and it never
 // holds bytes of its own.
-type h2StreamConn struct {
+type loopH2StreamConn struct {
 	gnet.Conn
 	st *h2Stream
 }
 
-func (sc *h2StreamConn) Write(b []byte) (int, error) {
+func (sc *loopH2StreamConn) Write(b []byte) (int, error) {
 	sc.st.h.answer(sc.st, b)
 	return len(b), nil
 }
 
-func (sc *h2StreamConn) OutboundBuffered() int { return 0 }
-func (sc *h2StreamConn) InboundBuffered() int  { return 0 }
+func (sc *loopH2StreamConn) OutboundBuffered() int { return 0 }
+func (sc *loopH2StreamConn) InboundBuffered() int  { return 0 }
 
 // Wake is the clientConn's call for its next turn: after a response that
 // is to stream from a goroutine, which the stream cannot take (see
 // loopH2), or to close after an answer, which the connection's own GOAWAY
 // does instead.
-func (sc *h2StreamConn) Wake(gnet.AsyncCallback) error {
+func (sc *loopH2StreamConn) Wake(gnet.AsyncCallback) error {
 	if st := sc.st; st.cc.state == stateStreaming {
 		st.h.unstreamed(st)
 	}
@@ -280,7 +280,7 @@ func (h *loopH2) stream() *h2Stream {
 		return st
 	}
 	st := &h2Stream{h: h}
-	st.sc = h2StreamConn{Conn: h.c, st: st}
+	st.sc = loopH2StreamConn{Conn: h.c, st: st}
 	cc := &st.cc
 	cc.c, cc.l, cc.peer, cc.peerText = &st.sc, h.l, h.peer, h.peerText
 	cc.ctx.Init2(connAddrs{h.c}, fasthttpLogger{h.l.e.g.log}, false)

@@ -2,7 +2,10 @@
 
 package gateway
 
-import "time"
+import (
+	"net"
+	"time"
+)
 
 // halfClose takes over the connection of a client that shut down its
 // sending side once its requests were sent (as nc -N and some HTTP/1.0
@@ -85,7 +88,7 @@ func (cc *clientConn) answerHalf() {
 	wt := e.g.state.Load().cfg.Server.WriteTimeout.D()
 	go func() {
 		defer e.streams.Done() // taken in halfClose
-		if _, more := nc.(*prefixConn); !more {
+		if !readAhead(nc) {
 			last = true
 		}
 		if wt > 0 {
@@ -108,4 +111,16 @@ func (cc *clientConn) write() error {
 		return nil
 	}
 	return cc.l.write(cc.c)
+}
+
+// readAhead reports whether nc, a connection a loop took out (see
+// detach), holds bytes of a request read already.
+func readAhead(nc net.Conn) bool {
+	switch nc := nc.(type) {
+	case *prefixConn:
+		return true
+	case *tlsConn:
+		return len(nc.ahead) > 0
+	}
+	return false
 }

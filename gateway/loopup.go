@@ -111,7 +111,7 @@ func (up *upConn) dialFailed(err error) {
 func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
 	l := cc.l
-	f := http1.Forward{Addr: up.t.Client.Addr, XFF: cc.xff, Trusted: cc.trusted, ID: cc.obs.id}
+	f := http1.Forward{Addr: up.t.Client.Addr, XFF: cc.xff, Trusted: cc.trusted, ID: cc.obs.id, HTTPS: cc.tls != nil}
 	f.Traceparent, f.Tracestate = cc.att.span.Headers()
 	if rules := cc.rt.rules; rules != nil {
 		f.Rewrite, f.Edit = (*pathRewrite)(rules), (*lineEdit)(&rules.request)
@@ -376,9 +376,13 @@ func (cc *clientConn) streamResponse(nc net.Conn) {
 }
 
 // enroll puts nc on event loop el with context v, and waits until it is
-// there. It fails for a connection with bytes read ahead (a prefixConn
-// still holding some), which only the goroutine engine can take.
+// there (a TLS connection: see enrollTLS). It fails for a connection with
+// bytes read ahead (a prefixConn still holding some), which only the
+// goroutine engine can take.
 func enroll(el gnet.EventLoop, nc net.Conn, v any) error {
+	if tc, ok := nc.(*tlsConn); ok {
+		return enrollTLS(el, tc)
+	}
 	if pc, ok := nc.(*prefixConn); ok {
 		if len(pc.prefix) > 0 {
 			return errors.New("gateway: bytes read ahead")

@@ -27,7 +27,7 @@ type observation struct {
 	// spans of its attempts are theirs (see call).
 	trace *tracing.Request
 	// attempts counts the attempts begun; target is the last one's (a
-	// hedged race's: the winner's, see exchange.race).
+	// hedged race's: the winner's, see call.race).
 	attempts int
 	target   *target
 	// bytesIn and bytesOut are the sizes of the request and response

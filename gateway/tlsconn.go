@@ -6,24 +6,29 @@ import (
 	"os"
 )
 
-// tlsConn is a connection of the TLS listener that the goroutine engine
-// serves (HTTP/1.1): fasthttp finds it TLS (it has ConnectionState), and
-// the handler too (overTLS). Its socket cannot be peeked at for a client
-// that leaves, as a plaintext one is (the bytes there are records, and a
-// client that closes sends one first), so its watch reads instead
-// (waitLeft), keeping a byte that comes for the next Read. Only the
-// goroutine that serves the connection reads it, or the watch while that
-// goroutine waits for it (see clientWatch).
+// tlsConn is a connection of the TLS listener (HTTP/1.1) that the
+// goroutine engine serves, from the listener or from a loop (see
+// loopTLS.detach), or that a loop took out to stream a response: fasthttp
+// finds it TLS (it has ConnectionState), and the handler too (overTLS).
+// Its socket cannot be peeked at for a client that leaves, as a plaintext
+// one is (the bytes there are records, and a client that closes sends one
+// first), so its watch reads instead (waitLeft), keeping a byte that comes
+// for the next Read. Only the goroutine that serves the connection reads
+// it, or the watch while that goroutine waits for it (see clientWatch).
 type tlsConn struct {
 	*tls.Conn
-	ahead  [1]byte
-	hasOne bool // ahead holds a byte read by waitLeft
+	// ahead is plaintext read already, read before the connection: what
+	// an event loop had decrypted when it handed the connection over, or
+	// the byte waitLeft read (in one).
+	ahead []byte
+	one   [1]byte
 }
 
 func (c *tlsConn) Read(p []byte) (int, error) {
-	if c.hasOne && len(p) > 0 {
-		p[0], c.hasOne = c.ahead[0], false
-		return 1, nil
+	if len(c.ahead) > 0 {
+		n := copy(p, c.ahead)
+		c.ahead = c.ahead[n:]
+		return n, nil
 	}
 	return c.Conn.Read(p)
 }
@@ -33,12 +38,12 @@ func (c *tlsConn) Read(p []byte) (int, error) {
 // deadline passes. It reports whether the client left: the connection
 // ended or broke.
 func (c *tlsConn) waitLeft() bool {
-	if c.hasOne {
+	if len(c.ahead) > 0 {
 		return false
 	}
-	n, err := c.Conn.Read(c.ahead[:])
+	n, err := c.Conn.Read(c.one[:])
 	if n > 0 {
-		c.hasOne = true
+		c.ahead = c.one[:1]
 		return false
 	}
 	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,9 +14,10 @@ import (
 // one's handshake on a goroutine of its own, and gives the connection to
 // the engine of the protocol the client's ALPN chose: HTTP/2 to the
 // HTTP/2 engine (net/http, which serves it through its TLSNextProto), and
-// HTTP/1.1, or no ALPN, to the goroutine engine (fasthttp), which serves
-// it as it serves a plaintext connection, on either server.engine (the
-// loops do no TLS). A handshake must end within
+// HTTP/1.1, or no ALPN, to the event loops when they run (server.engine
+// loop, once Serve started them; see loopTLS), else to the goroutine
+// engine (fasthttp); either serves it as it serves a plaintext
+// connection. A handshake must end within
 // server.read_header_timeout, so that a client that starts one and stalls
 // holds nothing for long; its certificates and minimum version are those
 // of the configuration in force when it starts. At most maxHandshakes
@@ -29,8 +31,10 @@ type tlsMux struct {
 	cfg *tls.Config      // asks the gateway's state at each handshake
 	h1  *handoffListener // the goroutine engine's (*tlsConn)
 	h2  *handoffListener // the HTTP/2 engine's (*tls.Conn)
-	ctx context.Context  // ends at shutdown, and the handshakes with it
-	end context.CancelFunc
+	// loops, when set, serve HTTP/1.1 (see loopEngine.serveTLS).
+	loops atomic.Pointer[loopEngine]
+	ctx   context.Context // ends at shutdown, and the handshakes with it
+	end   context.CancelFunc
 	// slots holds a token per handshake in progress (maxHandshakes).
 	slots chan struct{}
 
@@ -148,7 +152,9 @@ func (m *tlsMux) closing() bool {
 func (m *tlsMux) handshake(c net.Conn) {
 	defer m.handshakes.Done()
 	defer func() { <-m.slots }()
-	tc := tls.Server(c, m.cfg)
+	// The socket is switched to a loop after the handshake (serveTLS).
+	sw := newSockSwitch(c)
+	tc := tls.Server(sw, m.cfg)
 	if d := m.g.state.Load().cfg.Server.ReadHeaderTimeout.D(); d > 0 {
 		_ = c.SetDeadline(time.Now().Add(d))
 	}
@@ -161,6 +167,9 @@ func (m *tlsMux) handshake(c net.Conn) {
 	_ = c.SetDeadline(time.Time{}) // each engine sets its own
 	if tc.ConnectionState().NegotiatedProtocol == "h2" {
 		m.h2.deliver(tc)
+		return
+	}
+	if e := m.loops.Load(); e != nil && e.serveTLS(sw, tc) {
 		return
 	}
 	m.h1.deliver(&tlsConn{Conn: tc})

@@ -16,6 +16,7 @@ type tunnels struct {
 	open    map[*wstunnel.Tunnel]struct{}
 	closing bool          // Shutdown began: a new tunnel goes away at once
 	empty   chan struct{} // closed when n reaches zero while closing
+	away    int           // tunnels goAway sent away
 }
 
 // begin counts a handshake the upstream accepted, whose connection is
@@ -70,18 +71,50 @@ func (ts *tunnels) shutdown(ctx context.Context) error {
 	ts.mu.Unlock()
 	select {
 	case <-empty:
-		return nil
+		ts.mu.Lock()
+		away := ts.away
+		ts.mu.Unlock()
+		if away == 0 {
+			return nil
+		}
+		return fmt.Errorf("%d WebSocket connections still open: %w", away, context.Cause(ctx))
 	case <-ctx.Done():
 	}
 	ts.mu.Lock()
-	open := make([]*wstunnel.Tunnel, 0, len(ts.open))
-	for t := range ts.open {
-		open = append(open, t)
-	}
+	open := ts.openList()
+	away := ts.away
 	ts.mu.Unlock()
 	for _, t := range open {
 		t.GoAway()
 	}
 	<-empty
-	return fmt.Errorf("%d WebSocket connections still open: %w", len(open), context.Cause(ctx))
+	return fmt.Errorf("%d WebSocket connections still open: %w", len(open)+away, context.Cause(ctx))
+}
+
+// goAway sends every open tunnel away (a close frame 1001 each way) and
+// waits for them to end, before shutdown does: the HTTP/2 engine's, whose
+// streams carry WebSockets, calls it when its deadline has passed, before
+// it closes their connections. shutdown counts them among those still
+// open at the deadline. It returns how many it sent away.
+func (ts *tunnels) goAway() int {
+	ts.mu.Lock()
+	open := ts.openList()
+	ts.away += len(open)
+	ts.mu.Unlock()
+	for _, t := range open {
+		t.GoAway()
+	}
+	for _, t := range open {
+		<-t.Done()
+	}
+	return len(open)
+}
+
+// openList returns the open tunnels; ts.mu must be held.
+func (ts *tunnels) openList() []*wstunnel.Tunnel {
+	open := make([]*wstunnel.Tunnel, 0, len(ts.open))
+	for t := range ts.open {
+		open = append(open, t)
+	}
+	return open
 }

@@ -21,9 +21,10 @@ import (
 
 // A WebSocket handshake (RFC 6455: an HTTP/1.1 GET with Upgrade:
 // websocket and Connection: upgrade) is served by the goroutine engine
-// (websocket_fast.go; the loops hand such a request over) and by net/http
-// (websocket_std.go: HTTP/1.1 on the TLS listener): the rate limit applies
-// to the handshake as to any request; the route's breaker and concurrency
+// (websocket_fast.go; the loops hand such a request over), on the
+// plaintext and TLS listeners, and its HTTP/2 form (RFC 8441, see
+// websocket_h2.go) by the HTTP/2 engine, which sends the target the same
+// handshake: the rate limit applies to the handshake as to any request; the route's breaker and concurrency
 // limit admit it; the handshake goes to one target (no retry, bounded by
 // the route's timeout and the upstream's connect and response-header
 // timeouts) and its answer comes back. The handshake carries the request's

@@ -10,7 +10,10 @@
 //
 // Hedging is for latency, not for failures: a failed attempt does not start
 // a new one early, and when every attempt started has failed Run returns the
-// last failure. Put a retry policy outside the hedge to retry failures.
+// last failure; an attempt refused before it ran (Dropped: a policy inside
+// the hedge rejected it) never replaces the failure of one that ran, so a
+// refused hedge leaves the answer an unhedged call would have had. Put a
+// retry policy outside the hedge to retry failures.
 // Only hedge calls that are safe to run more than once (idempotent reads).
 package hedge
 
@@ -173,7 +176,8 @@ func (p *Policy) Stats() Stats {
 }
 
 // Run runs next, hedging it as configured, and returns the winning Result or,
-// if no attempt wins, the last attempt's. Each attempt runs in its own
+// if no attempt wins, the last attempt's; the last that ran, when a later
+// one was refused (Dropped). Each attempt runs in its own
 // goroutine with its own context derived from ctx. Losers are cancelled with
 // ErrLost as the cause; the context of the attempt whose Result is returned
 // is not cancelled, so that its Value stays usable (it ends with ctx).
@@ -216,7 +220,8 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	}
 	arm()
 	done := ctx.Done()
-	var last attempt
+	var last attempt // the failure kept so far, when ran
+	ran := false
 	for {
 		select {
 		case <-done:
@@ -256,15 +261,19 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 				p.settle(r, cancels, a.i, last)
 				return a.r
 			}
+			drop := last
+			if ran && a.r.Class == sluice.Dropped && last.r.Class != sluice.Dropped {
+				drop, a = a, last // a refusal does not replace a failure that ran
+			}
 			if running > 0 {
-				if last.r.Value != nil && p.discard != nil {
-					p.discard(last.r.Value)
+				if drop.r.Value != nil && p.discard != nil {
+					p.discard(drop.r.Value)
 				}
-				last = a
+				last, ran = a, true
 				continue
 			}
 			stop()
-			p.settle(r, cancels, a.i, last)
+			p.settle(r, cancels, a.i, drop)
 			return a.r
 		}
 	}

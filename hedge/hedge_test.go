@@ -274,18 +274,23 @@ func TestBudget(t *testing.T) {
 	}
 }
 
-func TestAllFailReturnsLastFailure(t *testing.T) {
-	fc := clock.NewFake(time.Time{})
-	d := newDiscards()
-	seen := make(chan sluice.Result)
-	p := mustNew(t, Options{
+// seenPolicy returns a Policy of up to maxHedges hedges on a fake clock,
+// recording its discards; each failure Run sees is sent on seen (by
+// Final), so that a test can order them.
+func seenPolicy(t *testing.T, maxHedges int) (p *Policy, fc *clock.Fake, d *discards, seen chan sluice.Result) {
+	fc, d, seen = clock.NewFake(time.Time{}), newDiscards(), make(chan sluice.Result)
+	p = mustNew(t, Options{
 		Delay:     delay,
-		MaxHedges: 2,
+		MaxHedges: maxHedges,
 		Clock:     fc,
 		Discard:   d.discard,
-		// Final reports each failure Run sees, so the test can order them.
-		Final: func(r sluice.Result) bool { seen <- r; return false },
+		Final:     func(r sluice.Result) bool { seen <- r; return false },
 	})
+	return p, fc, d, seen
+}
+
+func TestAllFailReturnsLastFailure(t *testing.T) {
+	p, fc, d, seen := seenPolicy(t, 2)
 	h := newHeld()
 	out := runAsync(p, context.Background(), h.next)
 	as := []*att{<-h.started}
@@ -306,6 +311,45 @@ func TestAllFailReturnsLastFailure(t *testing.T) {
 	h.waitAll()
 	if got, want := d.got(), []any{1, 0}; !slices.Equal(got, want) {
 		t.Errorf("discarded %v, want %v", got, want)
+	}
+}
+
+// TestRefusedHedgeKeepsFailure ends the first attempt with a failure while
+// the hedge is under way, then the hedge is refused before it ran
+// (Dropped, as a breaker inside the hedge refuses it): Run returns the
+// failure of the attempt that ran, as an unhedged call would have, not
+// the refusal. (It returned the refusal, and discarded the failure's
+// value.)
+func TestRefusedHedgeKeepsFailure(t *testing.T) {
+	p, fc, d, seen := seenPolicy(t, 1)
+	h := newHeld()
+	out := runAsync(p, context.Background(), h.next)
+	a0 := <-h.started
+	blockUntil(t, fc, 1)
+	fc.Advance(delay)
+	a1 := <-h.started
+	e0 := errors.New("e0")
+	a0.end <- failure(0, e0)
+	<-seen
+	refused := sluice.Result{Value: 1, Outcome: sluice.Outcome{Class: sluice.Dropped, Err: sluice.ErrRejected}}
+	a1.end <- refused
+	<-seen
+	if r := <-out; r.Err != e0 || r.Value != 0 || r.Class != sluice.Failure {
+		t.Errorf("Run = %+v, want the first attempt's failure (e0)", r)
+	}
+	h.waitAll()
+	if got, want := d.got(), []any{1}; !slices.Equal(got, want) {
+		t.Errorf("discarded %v, want %v (the refusal's)", got, want)
+	}
+
+	// Refused alone, the hedge's refusal is not kept over nothing: a
+	// first attempt refused is Run's answer.
+	out = runAsync(p, context.Background(), func(context.Context) sluice.Result { return refused })
+	if r := <-seen; r.Class != sluice.Dropped {
+		t.Fatalf("saw %+v", r)
+	}
+	if r := <-out; r.Class != sluice.Dropped || r.Value != 1 {
+		t.Errorf("Run = %+v, want the refusal", r)
 	}
 }
 

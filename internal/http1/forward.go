@@ -31,8 +31,10 @@ type Forward struct {
 	XFF []byte
 	// Trusted says that the client is a trusted proxy: its
 	// X-Forwarded-Host and X-Forwarded-Proto are kept (else the client's
-	// Host and "http" are sent).
+	// Host and "http", or "https" with HTTPS, are sent).
 	Trusted bool
+	// HTTPS says that the client came over TLS.
+	HTTPS bool
 	// ID is the X-Request-Id sent, in place of the client's.
 	ID []byte
 	// Traceparent and Tracestate (none when "") are the trace context
@@ -56,6 +58,7 @@ var (
 	nameTraceparent    = []byte("Traceparent")
 	nameTracestate     = []byte("Tracestate")
 	valueHTTP          = []byte("http")
+	valueHTTPS         = []byte("https")
 )
 
 // AppendRequest appends the request h, whose body is body, as it goes to a
@@ -88,6 +91,9 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 		b = b[len(line):]
 	}
 	fwdHost, fwdProto := h.host, valueHTTP
+	if f.HTTPS {
+		fwdProto = valueHTTPS
+	}
 	if f.Trusted && len(h.fwdHost) > 0 {
 		fwdHost = h.fwdHost
 	}

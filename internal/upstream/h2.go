@@ -112,17 +112,31 @@ func h2RoundTrip(tr *http.Transport, t *Target, req *fasthttp.Request, resp *fas
 	return nil
 }
 
+// TrailedBody is a request body stream that ends with trailers. Trailer
+// returns them, their names set before the stream is read: an HTTP/2
+// target is sent their values as the request's trailer section once the
+// stream has returned io.EOF (values set later are not sent).
+type TrailedBody interface {
+	io.Reader
+	Trailer() http.Header
+}
+
 // h2Request is req, prepared for target t, as a
-// net/http request for an HTTP/2 transport.
+// net/http request for an HTTP/2 transport. A body stream that is a
+// TrailedBody with trailers ends with them.
 func h2Request(ctx context.Context, t *Target, req *fasthttp.Request) (*http.Request, error) {
 	scheme := "http://"
 	if t.Client.IsTLS {
 		scheme = "https://"
 	}
 	var body io.Reader
+	var trailer http.Header
 	n := int64(req.Header.ContentLength())
 	if s := req.BodyStream(); s != nil {
 		body = s
+		if tb, ok := s.(TrailedBody); ok {
+			trailer = tb.Trailer()
+		}
 	} else if b := req.Body(); len(b) > 0 {
 		body, n = bytes.NewReader(b), int64(len(b))
 	}
@@ -133,6 +147,9 @@ func h2Request(ctx context.Context, t *Target, req *fasthttp.Request) (*http.Req
 	hreq.Host = string(req.Header.Host())
 	if body != nil && n >= 0 {
 		hreq.ContentLength = n
+	}
+	if len(trailer) > 0 {
+		hreq.Trailer, hreq.ContentLength = trailer, -1
 	}
 	for k, v := range req.Header.All() {
 		if !http1.EqualName(k, "Host") && !http1.EqualName(k, "Content-Length") && !http1.EqualName(k, "Transfer-Encoding") {

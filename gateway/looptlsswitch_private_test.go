@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/testpki"
+)
+
+// TestSockSwitchFedRecords checks what the loops rely on in crypto/tls: a
+// tls.Conn over a sockSwitch that a loop owns reads the records it is
+// fed, one byte at a time here, and when it has no more returns
+// errNoRecord without making it sticky: the next Read, once more bytes
+// came, goes on where it stopped. Its writes wait in the switch for the
+// loop to send, in order.
+func TestSockSwitchFedRecords(t *testing.T) {
+	ca := testpki.NewCA(t)
+	p := ca.Server("127.0.0.1")
+	cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type server struct {
+		raw net.Conn
+		sw  *sockSwitch
+		tc  *tls.Conn
+		err error
+	}
+	accepted := make(chan server, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			accepted <- server{err: err}
+			return
+		}
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		sw := newSockSwitch(c)
+		tc := tls.Server(sw, &tls.Config{Certificates: []tls.Certificate{cert}})
+		accepted <- server{raw: c, sw: sw, tc: tc, err: tc.Handshake()}
+	}()
+	cc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	_ = cc.SetDeadline(time.Now().Add(waitLimit))
+	s := <-accepted
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	defer s.raw.Close()
+	s.sw.raw = nil // the loop's now
+
+	const msg = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	if _, err := io.WriteString(cc, msg); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 64)
+	one := make([]byte, 1)
+	for i := 0; len(got) < len(msg); i++ {
+		if i > 1000 {
+			t.Fatalf("after %d bytes fed, read %q", i, got)
+		}
+		n, err := s.tc.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		if !errors.Is(err, errNoRecord) || !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("read with no record whole: %v, want errNoRecord", err)
+		}
+		if _, err := io.ReadFull(s.raw, one); err != nil { // the loop's next read event
+			t.Fatal(err)
+		}
+		s.sw.in = append(s.sw.in, one...)
+	}
+	if string(got) != msg {
+		t.Fatalf("read %q, want %q", got, msg)
+	}
+
+	for _, m := range []string{"first ", "second"} {
+		if _, err := io.WriteString(s.tc, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.raw.Write(s.sw.out); err != nil { // the loop sends them
+		t.Fatal(err)
+	}
+	b := make([]byte, len("first second"))
+	if _, err := io.ReadFull(cc, b); err != nil || string(b) != "first second" {
+		t.Fatalf("the client read %q %v, want the writes in order", b, err)
+	}
+}
