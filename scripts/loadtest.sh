@@ -29,7 +29,9 @@
 #
 # With H2C=1, HTTP/2 without TLS (prior knowledge, h2load's default for
 # http:// URLs) is measured in rounds of its own, interleaved: nginx
-# (listen ... http2 on a plaintext port), sluice (whose plaintext listener
+# (listen ... http2 on a plaintext port, with reuseport: without it one of
+# its workers took most of h2load's few connections, where the loops take
+# turns), sluice (whose plaintext listener
 # hands h2c to net/http's HTTP/2 server) and sluice-h2loops, the same
 # gateway with h2c served on its event loops (server.http2.loops, an
 # experiment), each at saturation with h2load as the TLS rounds run it,
@@ -135,7 +137,7 @@ http {
     location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
   }
   server {
-    listen 127.0.0.1:$NGXC http2;
+    listen 127.0.0.1:$NGXC http2 reuseport;
     keepalive_requests 1000000;
     location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
   }
