@@ -29,6 +29,10 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sluice /sluice
 COPY examples/sluice.yaml /etc/sluice/sluice.yaml
 USER nonroot:nonroot
+# Go's HTTP/2 server serves WebSocket over HTTP/2 (RFC 8441) only with
+# this setting in the environment at start (README, "WebSocket over
+# HTTP/2"); without it clients use WebSocket over HTTP/1.1.
+ENV GODEBUG=http2xconnect=1
 # The gateway (listen) and the admin API (admin.listen), at their defaults.
 EXPOSE 8080 9901
 ENTRYPOINT ["/sluice"]

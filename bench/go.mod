@@ -13,6 +13,7 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/valyala/fasthttp v1.78.0
 	go.uber.org/ratelimit v0.3.1
+	golang.org/x/net v0.62.0
 	golang.org/x/time v0.16.0
 )
 
@@ -38,6 +39,7 @@ require (
 	go.uber.org/zap v1.27.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
 

@@ -76,6 +76,13 @@ routes: [{name: r, upstream: a}]
 		{"adaptive min 0", route + "    policies: {concurrency: {adaptive: {min: 0}}}\n", `adaptive`, `routes[0].policies.concurrency.adaptive: want 1 <= min <= initial <= max, got min 0`},
 		{"sample 0", base + "log: {sample: 0}\n", `sample`, `log.sample: want a fraction in (0, 1], got 0`},
 		{"path prefix empty", route + "    match: {path_prefix: \"\"}\n", `path_prefix`, `routes[0].match.path_prefix: want a path starting with /, got ""`},
+		// A route's rate-limit keys are "name|ip|...", "name|h|..." or the
+		// name alone: a '|' in a name would let one route's key be
+		// another's ("a|h|x" with key: route is route a's key header x).
+		{"route name with '|'", base + "  - {name: \"a|h|x\", upstream: a}\n", `name`, `routes[1].name: a route name has no '|'`},
+		// {prefix:key}: a ':' would let two prefixes share keys.
+		{"redis prefix with ':'", base + "store: {redis: {prefix: \"a:b\"}}\n", `prefix`, `store.redis.prefix: a key prefix has no ':', '{' or '}'`},
+		{"redis prefix with a brace", base + "store: {redis: {prefix: \"a}\"}}\n", `prefix`, `store.redis.prefix: a key prefix has no ':', '{' or '}'`},
 		{"redis addrs []", base + "store: {redis: {addrs: []}}\n", `addrs`, `store.redis.addrs: want at least one host:port`},
 		{"algorithm empty", route + "    policies: {rate_limit: {limit: 5, algorithm: \"\"}}\n", `algorithm`, `routes[0].policies.rate_limit.algorithm: "" is not one of`},
 		{"fallback content type empty", route + "    policies: {fallback: {content_type: \"\"}}\n", `content_type`, `routes[0].policies.fallback.content_type: want a media type`},
@@ -98,6 +105,7 @@ routes: [{name: r, upstream: a}]
 		// control characters or ports.
 		{"match header name with a space", route + "    match: {headers: {\"X Bad\": v}}\n", `"X Bad"`, `routes[0].match.headers.X Bad: "X Bad" is not a header name`},
 		{"match header name with a colon", route + "    match: {headers: {\"X:Y\": v}}\n", `"X:Y"`, `routes[0].match.headers.X:Y: "X:Y" is not a header name`},
+		{"match header value with a comma", route + "    match: {headers: {X-Tier: \"small, big\"}}\n", `X-Tier`, `routes[0].match.headers.X-Tier: a comma makes X-Tier a list`},
 		{"match header value with CR LF", route + "    match: {headers: {X-A: \"a\\r\\nB: c\"}}\n", `X-A`, `routes[0].match.headers.X-A: a header value has no control characters`},
 		{"retry jitter", route + "    policies: {retry: {backoff: {jitter: half}}}\n", `jitter`, `routes[0].policies.retry.backoff.jitter: "half" is not one of full, equal, none`},
 		{"rate-limit key header with a space", route + "    policies: {rate_limit: {limit: 1, key: \"header:X Key\"}}\n", `key`, `routes[0].policies.rate_limit.key: "X Key" is not a header name`},

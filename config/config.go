@@ -45,7 +45,11 @@ type Config struct {
 	// header is believed when taking a client's address (and extended on
 	// the way upstream), and whose X-Forwarded-Host and X-Forwarded-Proto
 	// go upstream as they came (a proxy in front that terminated TLS says
-	// https). Default: none, so the peer address is always used, and the
+	// https). The client is the right-most X-Forwarded-For entry that is
+	// not a trusted proxy; an entry with a port ("192.0.2.1:4711",
+	// "[2001:db8::1]:4711") is read without it, and one that is no
+	// address ("unknown") makes the trusted proxy that added it the
+	// client. Default: none, so the peer address is always used, and the
 	// gateway sets X-Forwarded-Host to the client's Host and
 	// X-Forwarded-Proto to http.
 	TrustedProxies []string `yaml:"trusted_proxies"`
@@ -136,7 +140,9 @@ type Redis struct {
 	OnError ratelimit.ErrorPolicy `yaml:"on_error"`
 	// Timeout bounds one decision's round trip. Default 50ms, at most 1m.
 	Timeout Duration `yaml:"timeout"`
-	// Prefix starts every key. Default "sluice".
+	// Prefix starts every key, as {prefix:key}. It has no ':', '{' or '}',
+	// so that gateways of different prefixes never share a key. Default
+	// "sluice".
 	Prefix string `yaml:"prefix"`
 	// Password authenticates to Redis. Default: none.
 	Password string `yaml:"password"`
@@ -170,7 +176,8 @@ type Server struct {
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxBodyBytes limits the size of a request body, a gRPC call's
 	// request included (RESOURCE_EXHAUSTED past it); 0 means no limit.
-	// Default 0.
+	// A longer body is answered 413, and an HTTP/1.x connection closes
+	// after the answer (see README, "A refused body closes"). Default 0.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
 	// flight before closing them. Default 30s. WebSocket connections still
@@ -316,8 +323,9 @@ type Health struct {
 
 // Route sends matching requests to an upstream through policies.
 type Route struct {
-	// Name identifies the route in metrics, logs and /status. Required,
-	// unique.
+	// Name identifies the route in metrics, logs and /status, and starts
+	// its rate-limit keys. Required, unique, without '|' (which separates
+	// a key's parts).
 	Name string `yaml:"name"`
 	// Match says which requests the route serves.
 	Match Match `yaml:"match"`
@@ -408,7 +416,8 @@ type HeaderEdit struct {
 // matches everything.
 type Match struct {
 	// Host matches the request's host (without port), exactly but for
-	// case: a DNS name, an IPv4 address or a bracketed IPv6 address, with no
+	// case and a trailing dot ("api.example." is "api.example", as to nginx):
+	// a DNS name, an IPv4 address or a bracketed IPv6 address, with no
 	// port. Default: any.
 	Host string `yaml:"host"`
 	// PathPrefix matches the start of the path. Default "/".
@@ -419,8 +428,13 @@ type Match struct {
 	// are RFC 9110 tokens with at most MaxKeyHeaderSeparators '-' or '_';
 	// values have no control characters but tab and no space at either
 	// end. A header is read in any case and with each '-' or '_' either
-	// one; a request that sends it on more than one line is refused (400
-	// ambiguous_header) when a route looks at it.
+	// one; a request that sends it on more than one line, or with a comma
+	// in its value, is refused (400 ambiguous_header) when a route looks at
+	// it, as the comma makes it a list; but for the headers that are no
+	// list (Authorization, Proxy-Authorization, Cookie, Date,
+	// If-Modified-Since, If-Unmodified-Since, User-Agent, Referer), where a
+	// comma is part of the one value. A value with a comma in a header
+	// that may be a list is an error.
 	Headers map[string]string `yaml:"headers"`
 }
 
@@ -445,9 +459,10 @@ type Policies struct {
 	// only) and the headers in CoalesceVary. An answer with Set-Cookie,
 	// Cache-Control private or no-store, Vary: * or a Vary naming an
 	// X-Forwarded-* header (the gateway sets them per client) is never
-	// shared, nor
-	// one whose Vary names a header that differs: each request that was
-	// waiting for it goes upstream itself. Default false.
+	// shared, nor one whose Vary names a header that differs: each request
+	// that was waiting for it goes upstream itself. Every header is
+	// compared under each name a CGI-style server reads as it (any case,
+	// '_' for '-': X_Tenant is X-Tenant). Default false.
 	Coalesce bool `yaml:"coalesce"`
 	// CoalesceVary lists more request headers that must be equal for
 	// requests to coalesce, for an upstream that answers by them without
@@ -479,7 +494,10 @@ type RateLimit struct {
 	// token with at most MaxKeyHeaderSeparators '-' or '_'; the gateway
 	// reads the header under NAME in any case and with each '-' or '_'
 	// either one, and refuses (400) a request that sends it more than once
-	// or with a comma in its value.
+	// or with a comma in its value; but a header that is no list
+	// (Authorization, Proxy-Authorization, Cookie, the dates, User-Agent,
+	// Referer: see Match.Headers) is keyed by its whole value, commas
+	// included (Digest credentials).
 	Key Source `yaml:"key"`
 	// IPv6Prefix is how many leading bits of an IPv6 client's address key
 	// it with key: ip. Default 64, the block one site or device is given,

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -147,6 +148,8 @@ func (v *validator) config(c *Config) {
 	v.duration("store.redis.timeout", c.Store.Redis.Timeout, MinDuration, MaxRedisTimeout)
 	if c.Store.Redis.Prefix == "" {
 		v.at("store.redis.prefix", "want a key prefix such as \"sluice\"")
+	} else if strings.ContainsAny(c.Store.Redis.Prefix, ":{}") {
+		v.at("store.redis.prefix", "a key prefix has no ':', '{' or '}' (keys are {prefix:key}), got %q", c.Store.Redis.Prefix)
 	}
 	if strings.IndexFunc(c.Store.Redis.Sentinel, unicode.IsSpace) >= 0 {
 		v.at("store.redis.sentinel", "a master set name has no spaces, got %q", c.Store.Redis.Sentinel)
@@ -204,6 +207,11 @@ func (v *validator) config(c *Config) {
 			v.at(path+".name", "a route needs a name")
 		case names[r.Name]:
 			v.at(path+".name", "route name %q is used twice", r.Name)
+		case strings.Contains(r.Name, "|"):
+			// The route's rate-limit keys are its name, or its name and
+			// "|ip|", "|h|" or "|H|" and the client's part: with a '|' in
+			// names, one route's key could be another's.
+			v.at(path+".name", "a route name has no '|' (it separates the parts of rate-limit keys), got %q", r.Name)
 		}
 		names[r.Name] = true
 		if r.Upstream == "" {
@@ -432,6 +440,8 @@ func (v *validator) match(path string, m *Match) {
 		}
 		if !isHeaderValue(m.Headers[name]) {
 			v.at(hp, "a header value has no control characters and no leading or trailing space, got %q", m.Headers[name])
+		} else if strings.Contains(m.Headers[name], ",") && !http1.OneValue([]byte(name)) {
+			v.at(hp, "a comma makes %s a list, which no request is routed by (400 ambiguous_header), got %q", name, m.Headers[name])
 		}
 	}
 }

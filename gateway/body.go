@@ -8,7 +8,9 @@ import (
 	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/sluicehq/sluice/internal/upstream"
+	"github.com/valyala/fasthttp"
 )
 
 // errClientBody marks an error in reading a streamed request body from the
@@ -46,8 +48,14 @@ var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canc
 // An error is final: every later Read returns it, and the bytes read with
 // it are dropped (fasthttp's chunked writer sends what a Read returns with
 // an error and reads on, which made a broken chunked body look whole).
+//
+// With a header (head), the request's trailer section, which fasthttp
+// reads into it at the body's end, loses the fields the gateway sets or
+// drops in the header (see dropTrailerClaims) before fasthttp's writer
+// sends it on.
 type clientBody struct {
 	r    io.Reader
+	head *fasthttp.RequestHeader // the request's, whose trailers are cleaned; nil: none
 	left int64
 	read int64 // bytes read so far, for the log
 	err  error // the error every Read returns once the body broke
@@ -90,7 +98,29 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		b.err = fmt.Errorf("%w: %w", errClientBody, err)
 		return 0, b.err
 	}
+	if err == io.EOF && b.head != nil {
+		dropTrailerClaims(b.head)
+	}
 	return n, err
+}
+
+// dropTrailerClaims removes from h's trailer section the fields that
+// would speak for the gateway or the connection: hop-by-hop ones, the
+// X-Forwarded-* the gateway sets and Forwarded (http1.ForwardedHeader)
+// and X-Request-Id, in any case and with '_' for '-' (many upstreams read
+// trailers with the header, and CGI-style ones read '_' as '-'). fasthttp
+// refuses some of them itself (X-Forwarded-*, Host, the framing fields).
+func dropTrailerClaims(h *fasthttp.RequestHeader) {
+	var drop []string
+	http1.Headers(h.TrailerHeader(), func(k, _ []byte) bool {
+		if http1.IsHop(k, nil) || http1.ForwardedHeader(k) || http1.CGIName(k, "X-Request-Id") {
+			drop = append(drop, string(k))
+		}
+		return true
+	})
+	for _, k := range drop {
+		h.Del(k)
+	}
 }
 
 // classify is the gateway's sluice.Classifier: DefaultClassifier, except

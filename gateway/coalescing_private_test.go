@@ -87,6 +87,10 @@ func TestCoalescingKeepsCallersApart(t *testing.T) {
 		{"authorization", "Authorization", ""},
 		{"rate-limit-key", "X-Client", `, rate_limit: {limit: 1000, key: "header:X-Client"}`},
 		{"coalesce-vary", "X-Tenant", ", coalesce_vary: [X-Tenant]"},
+		// Under a name with '_' for '-', which CGI-style servers read as
+		// the name: they were one caller to the key.
+		{"coalesce-vary-underscore", "X_tenant", ", coalesce_vary: [X-Tenant]"},
+		{"accept-encoding-underscore", "Accept_encoding", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			forEngines(t, func(t *testing.T, engine string) {
@@ -173,6 +177,30 @@ func TestCoalescingHonoursVary(t *testing.T) {
 		rs := sendOverlapping(t, gw, up, g,
 			http.Header{"X-Tenant": {"a"}}, http.Header{"X-Tenant": {"b"}}, http.Header{"X-Tenant": {"a"}})
 		for i, want := range []string{`call 1 X-Tenant="a"`, `call 2 X-Tenant="b"`, `call 1 X-Tenant="a"`} {
+			if rs[i].Code != 200 || rs[i].Body != want {
+				t.Errorf("request %d: %d %q, want %q", i+1, rs[i].Code, rs[i].Body, want)
+			}
+		}
+		if n := up.calls.Load(); n != 2 {
+			t.Errorf("upstream called %d times, want 2", n)
+		}
+	})
+}
+
+// TestCoalescingHonoursVaryCGINames: an answer with Vary: X-Tenant is not
+// shared between requests that send X_Tenant (which a CGI-style upstream
+// reads as X-Tenant) with different values. (They sent no X-Tenant, and
+// shared the first tenant's answer.)
+func TestCoalescingHonoursVaryCGINames(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		g := newGate(3)
+		up := callUpstream(t, g, func(int64) http.Header {
+			return http.Header{"Vary": {"x-tenant"}}
+		}, "X_tenant")
+		gw := startCoalescing(t, engine, up, "")
+		rs := sendOverlapping(t, gw, up, g,
+			http.Header{"X_tenant": {"a"}}, http.Header{"X_tenant": {"b"}}, http.Header{"X_tenant": {"a"}})
+		for i, want := range []string{`call 1 X_tenant="a"`, `call 2 X_tenant="b"`, `call 1 X_tenant="a"`} {
 			if rs[i].Code != 200 || rs[i].Body != want {
 				t.Errorf("request %d: %d %q, want %q", i+1, rs[i].Code, rs[i].Body, want)
 			}

@@ -40,3 +40,6 @@ func SetMaxHandshakes(t interface{ Cleanup(func()) }, n int) {
 	maxHandshakes = n
 	t.Cleanup(func() { maxHandshakes = old })
 }
+
+// LingerTime is how long a lingering close reads at most.
+const LingerTime = lingerTime

@@ -108,6 +108,9 @@ type Gateway struct {
 	// hijacks are the goroutine engine's connections being taken over
 	// (hijack.go).
 	hijacks hijacks
+	// lingers are the connections closing after their last answer
+	// (linger.go).
+	lingers lingerings
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
@@ -276,6 +279,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	go func() { h2Done <- g.h2.shutdown(ctx) }()
 	err := g.server.ShutdownWithContext(ctx)
 	<-drained
+	g.lingers.stop()
 	// The goroutine engine's Serve may have begun after ShutdownWithContext
 	// closed the listeners it had: closing its listener (the loops'
 	// handoff one, or ln) ends it.

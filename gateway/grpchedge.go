@@ -59,7 +59,7 @@ func oneGRPCMessage(b []byte) bool {
 // every attempt failed), held in c.held.
 func (c *grpcCall) race(ctx context.Context, cl *call) sluice.Outcome {
 	c.held = nil // a previous race's answer: the call's is this race's
-	w, o := cl.race(ctx, &grpcRacer{c: c, first: make(chan struct{})})
+	w, o := cl.race(ctx, grpcRacer{c})
 	if c.tee != nil {
 		c.tee.forget()
 	}
@@ -82,22 +82,20 @@ func (c *grpcCall) race(ctx context.Context, cl *call) sluice.Outcome {
 }
 
 // grpcRacer is the racer of a gRPC call's race.
-type grpcRacer struct {
-	c     *grpcCall
-	first chan struct{} // closed once the race's first attempt's exchange has returned
-}
+type grpcRacer struct{ c *grpcCall }
 
 // ready waits, when the request streams to the first attempt (c.tee),
 // until it has ended, and reports whether it is one message; it gives up
-// when the first attempt ends first, or ctx does.
-func (r *grpcRacer) ready(ctx context.Context) bool {
+// when the first attempt ends first (refused, or its exchange over), or
+// ctx does.
+func (r grpcRacer) ready(ctx context.Context, first <-chan struct{}) bool {
 	t := r.c.tee
 	if t == nil {
 		return true // read whole, and one message (see hedged)
 	}
 	select {
 	case <-t.done:
-	case <-r.first:
+	case <-first:
 	case <-ctx.Done():
 		return false
 	}
@@ -109,7 +107,7 @@ func (r *grpcRacer) ready(ctx context.Context) bool {
 // It reads the answer up to its first message (see fetchFirst), within
 // the route's timeout from the attempt's start; an answer with more to
 // come is open (grpcOpen).
-func (r *grpcRacer) send(a *attempt, first bool) func(context.Context) raceAnswer {
+func (r grpcRacer) send(a *attempt, first bool) func(context.Context) raceAnswer {
 	c := r.c
 	body := c.body
 	if c.tee != nil && !first {
@@ -117,9 +115,6 @@ func (r *grpcRacer) send(a *attempt, first bool) func(context.Context) raceAnswe
 	}
 	t, span, start := a.t, a.span, a.start
 	return func(ctx context.Context) raceAnswer {
-		if first {
-			defer close(r.first)
-		}
 		cancel := context.CancelFunc(func() {})
 		if d := c.rt.life.timeout; d > 0 {
 			ctx, cancel = context.WithDeadline(ctx, start.Add(d))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 )
@@ -261,6 +262,112 @@ func TestGRPCHedgeOnlyStreamsNotHeld(t *testing.T) {
 		}
 		if h := gw.routeStatus(t, "grpc").Hedge; h.Wins != 0 {
 			t.Errorf("hedge status %+v, want no win", *h)
+		}
+	})
+}
+
+// gatedUnary is a TestService whose UnaryCall says it arrived, then
+// answers (one message) once the test releases it.
+type gatedUnary struct {
+	testgrpc.UnimplementedTestServiceServer
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedUnary) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	g.arrived <- struct{}{}
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	return &testgrpc.SimpleResponse{Payload: req.GetPayload()}, nil
+}
+
+// TestGRPCQueuedHedgeDoesNotHoldWinner hedges a unary call on a route
+// whose concurrency limit (one slot, a queue) the first attempt fills:
+// the hedge, once due, waits in the queue; the first attempt's answer
+// then comes, wins, and reaches the client at once (on the route that
+// only hedges, and on one that retries too), and the slot is free again.
+// (The hedge waited in the queue holding the race's lock, which the
+// winner needs before it streams, while the winner held the slot the
+// hedge waited for: the call hung until the queue's max_wait, forever
+// without one, and the route's slot with it.)
+func TestGRPCQueuedHedgeDoesNotHoldWinner(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, retry := range []string{"", ", retry: {attempts: 2}"} {
+			checkLeaks(t)
+			up := &gatedUnary{arrived: make(chan struct{}, 2), release: make(chan struct{})}
+			addr := serveTestService(t, up)
+			gw, c := grpcHedgeGateway(t, engine, [2]string{addr, addr},
+				"hedge: {delay: 50ms, budget: 1}, concurrency: {max: 1, queue: 1, max_wait: 1h}"+retry)
+			base := gw.Clock.Timers()
+			answered := make(chan error, 1)
+			go func() {
+				_, err := c.UnaryCall(callCtx(t), &testgrpc.SimpleRequest{Payload: payload([]byte("x"))})
+				answered <- err
+			}()
+			<-up.arrived
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			if err := gw.Clock.BlockUntil(ctx, base+2); err != nil { // the call's idle timer, and the hedge's
+				t.Fatal(err)
+			}
+			gw.Clock.Advance(50 * time.Millisecond)
+			eventually(t, "the hedge queued", func() bool { return gw.routeStatus(t, "grpc").ConcurrencyQueued == 1 })
+			close(up.release)
+			if err := <-answered; err != nil { // within the call's deadline
+				t.Errorf("the call: %v", err)
+				gw.Clock.Advance(time.Hour) // the queue's max_wait: a hedge left waiting gives up
+			}
+			eventually(t, "the slot freed", func() bool {
+				st := gw.routeStatus(t, "grpc")
+				return st.ConcurrencyInFlight == 0 && st.ConcurrencyQueued == 0
+			})
+		}
+	})
+}
+
+// TestGRPCRefusedFirstAttemptEndsRace makes, on a route that only hedges,
+// whose concurrency limit (one slot, a queue with a max_wait) another call
+// fills, a unary call whose first attempt waits in the queue past the
+// hedge's delay and is then refused: the call is answered at once with
+// UNAVAILABLE overloaded. (The hedge, due meanwhile, waited for the first
+// attempt's exchange to end or the request to end, neither of which came
+// since the first attempt never sent it: the call hung until its idle
+// timeout.)
+func TestGRPCRefusedFirstAttemptEndsRace(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := &gatedUnary{arrived: make(chan struct{}, 2), release: make(chan struct{})}
+		addr := serveTestService(t, up)
+		gw, c := grpcHedgeGateway(t, engine, [2]string{addr, addr},
+			"hedge: {delay: 50ms, budget: 1}, concurrency: {max: 1, queue: 1, max_wait: 100ms}")
+		held := make(chan error, 1)
+		go func() {
+			_, err := c.UnaryCall(callCtx(t), &testgrpc.SimpleRequest{Payload: payload([]byte("a"))})
+			held <- err
+		}()
+		<-up.arrived // the slot is taken
+		base := gw.Clock.Timers()
+		answered := make(chan error, 1)
+		go func() {
+			_, err := c.UnaryCall(callCtx(t), &testgrpc.SimpleRequest{Payload: payload([]byte("b"))})
+			answered <- err
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := gw.Clock.BlockUntil(ctx, base+3); err != nil { // the call's idle timer, the hedge's, the queue's
+			t.Fatal(err)
+		}
+		gw.Clock.Advance(50 * time.Millisecond) // the hedge is due
+		gw.Clock.Advance(50 * time.Millisecond) // the first attempt's wait ends
+		err := <-answered
+		if st := status.Convert(err); st.Code() != codes.Unavailable || st.Message() != "overloaded" {
+			t.Errorf("the refused call: %v, want UNAVAILABLE overloaded", err)
+		}
+		close(up.release)
+		if err := <-held; err != nil {
+			t.Errorf("the call that held the slot: %v", err)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -350,10 +351,10 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 	}
 	conn := []byte(strings.Join(c.r.Header.Values("Connection"), ", "))
 	for k, vs := range c.r.Header {
-		if http1.IsHop([]byte(k), conn) || http1.ForwardedHeader([]byte(k)) || k == hdrGRPCTimeout {
+		if http1.IsHop([]byte(k), conn) || http1.ForwardedHeader([]byte(k)) || http1.ForwardedClaim([]byte(k)) || http1.RequestIDHeader([]byte(k)) || k == hdrGRPCTimeout {
 			continue
 		}
-		out.Header[k] = vs
+		out.Header[k] = slices.Clip(vs) // a rule's Add appends to a copy, not into the client's array another attempt shares
 	}
 	out.Header.Set("Te", "trailers")
 	out.Header.Set("X-Forwarded-For", c.xff)

@@ -153,7 +153,7 @@ func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
 	var names []string
 	for k := range trailer {
 		kb := []byte(k)
-		if !http1.IsHop(kb, nil) && !http1.ForwardedHeader(kb) && !http1.EqualName(kb, "X-Request-Id") &&
+		if !http1.IsHop(kb, nil) && !http1.ForwardedHeader(kb) && !http1.RequestIDHeader(kb) &&
 			!http1.EqualName(kb, "Traceparent") && !http1.EqualName(kb, "Tracestate") && h.AddTrailer(k) == nil {
 			names = append(names, k)
 		}

@@ -54,7 +54,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		// The connection closes: what follows the head cannot be trusted
 		// to be framed as fasthttp read it. (After writeError, which
 		// resets the response.)
-		ctx.SetConnectionClose()
+		g.closeAfter(ctx)
 		g.finish(ctx, nil, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
@@ -63,10 +63,13 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	rt, ambiguous := st.route(req)
 	if rt == nil {
 		code, reason := fasthttp.StatusNotFound, "no_route"
-		if ambiguous {
-			code, reason = fasthttp.StatusBadRequest, reasonAmbiguousHeader
+		if ambiguous != "" {
+			code, reason = fasthttp.StatusBadRequest, ambiguous
 		}
 		writeError(ctx, code, reason, 0)
+		if ambiguous != "" {
+			g.closeAfter(ctx) // a 400 closes, as nginx's does
+		}
 		g.finish(ctx, nil, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
@@ -93,6 +96,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		var ok bool
 		if limitKey, ok = rt.life.rate.keyOf(req, rt, clientIP(peer, xff, st.trusted)); !ok {
 			writeError(ctx, fasthttp.StatusBadRequest, reasonAmbiguousKey, 0)
+			g.closeAfter(ctx) // a 400 closes, as nginx's does
 			g.finish(ctx, rt, start, reasonAmbiguousKey, &x.obs)
 			g.exchanges.Put(x.reset())
 			return
@@ -117,6 +121,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		if rt.life.rate != nil {
 			rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 		}
+		g.closeAfter(ctx) // the body was refused: what follows it is not read
 		g.finish(ctx, rt, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
 		return
@@ -156,6 +161,9 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	reason, answered := answerLastGood(ctx, rt, goodKey, resp, err, fellBack != "")
 	if !answered {
 		reason = respond(ctx, rt, resp, err)
+	}
+	if errors.Is(err, errClientBody) {
+		g.closeAfter(ctx) // the body was refused (413) or broke off: the rest is not read
 	}
 	if fellBack != "" {
 		reason = fellBack
@@ -249,7 +257,9 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 		x.body = buf
 	default:
 		if stream != nil {
-			x.stream = newClientBody(stream, maxBody)
+			b := newClientBody(stream, maxBody)
+			b.head = &ctx.Request.Header
+			x.stream = b
 		}
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/concurrency"
 )
 
 // errLost is the error of a hedged request's attempt that another attempt
@@ -30,8 +31,9 @@ type racer interface {
 	// ready is called before a hedge (an attempt after the race's first)
 	// begins, outside the race's lock: false means the hedge is not sent,
 	// and the race goes on without it (its result, Dropped, does not
-	// replace another attempt's). It may wait, until ctx ends.
-	ready(ctx context.Context) bool
+	// replace another attempt's). It may wait, until ctx ends; first is
+	// closed once the race's first attempt has ended (refused included).
+	ready(ctx context.Context, first <-chan struct{}) bool
 	// send is called under the race's lock, once attempt a is admitted
 	// and its target chosen (first: the race's first attempt): it takes
 	// from the request what the attempt sends (the request is the
@@ -74,9 +76,10 @@ type raced struct {
 // over.
 type hedgeRace struct {
 	r       racer
-	mu      sync.Mutex // protects cl and started, and serializes the attempts' begin on cl (and send's use of the request)
-	cl      *call      // nil once the race is over
-	started bool       // an attempt has come: the others are hedges
+	mu      sync.Mutex    // protects cl and started, and serializes the attempts' begin on cl (and send's use of the request)
+	cl      *call         // nil once the race is over
+	started bool          // an attempt has come: the others are hedges
+	first   chan struct{} // closed once the first attempt has ended
 }
 
 // race runs one attempt of the hedged call c, its attempts sent by r,
@@ -85,7 +88,7 @@ type hedgeRace struct {
 // call's retry then judges as one attempt's. The log's target is the
 // answer's. An open answer is the caller's to settle (raced.settle).
 func (c *call) race(ctx context.Context, r racer) (*raced, sluice.Outcome) {
-	hr := &hedgeRace{cl: c, r: r}
+	hr := &hedgeRace{cl: c, r: r, first: make(chan struct{})}
 	res := c.lc.flow.hedge.Run(ctx, hr.attempt)
 	hr.mu.Lock()
 	hr.cl = nil // c is the caller's again: a late attempt does not start
@@ -104,7 +107,9 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 	first := !hr.started
 	hr.started = true
 	hr.mu.Unlock()
-	if !first && !hr.r.ready(ctx) {
+	if first {
+		defer close(hr.first)
+	} else if !hr.r.ready(ctx, hr.first) {
 		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: errNotHedged}}
 	}
 	hr.mu.Lock()
@@ -112,7 +117,12 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 		hr.mu.Unlock()
 		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Ignored, Err: errLost}}
 	}
-	a, err := hr.cl.begin()
+	// The admission may wait (a concurrency queue), under the lock: it
+	// gives up once ctx ends (the race is over, or the client left), so
+	// that a queued hedge never keeps the lock from the winner, which
+	// takes it before its answer goes, while the winner holds the slot
+	// the hedge waits for.
+	a, err := hr.cl.beginOn(concurrency.WithPriority(ctx, concurrency.PriorityFrom(hr.cl.ctx)))
 	cl := *hr.cl // settle reads the call's settings only
 	var exchange func(context.Context) raceAnswer
 	if err == nil {

@@ -51,7 +51,7 @@ func (x *exchange) race() (*fasthttp.Response, sluice.Outcome) {
 // connection of its own, cut when the attempt loses or the client leaves.
 type httpRacer struct{ x *exchange }
 
-func (httpRacer) ready(context.Context) bool { return true }
+func (httpRacer) ready(context.Context, <-chan struct{}) bool { return true }
 
 func (r httpRacer) send(a *attempt, _ bool) func(context.Context) raceAnswer {
 	x := r.x

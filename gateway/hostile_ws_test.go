@@ -71,13 +71,13 @@ routes:
 }
 
 // TestWebSocketHandshakeOriginForm sends WebSocket handshakes whose
-// request target is in absolute form, naming another host than the Host
-// header the route was chosen by, on the plaintext listener and over TLS:
-// the upstream gets the origin form (path and query), as for any other
-// request. (It got the absolute form, whose host a server must prefer to
-// Host, RFC 9112 section 3.2.2: a host the route never saw.)
+// request target is in absolute form, on the plaintext listener and over
+// TLS: the upstream gets the origin form (path and query), as for any
+// other request. (It got the absolute form, whose host a server must
+// prefer to Host, RFC 9112 section 3.2.2. One naming another host than
+// Host is refused: TestAbsoluteFormNamesHost.)
 func TestWebSocketHandshakeOriginForm(t *testing.T) {
-	const handshake = "GET http://other.test/ws?q=1 HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+	const handshake = "GET http://a.test/ws?q=1 HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
 	forEngines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)

@@ -61,3 +61,49 @@ routes:
 		}
 	})
 }
+
+// TestLastGoodVaryCGINames checks, on both engines, that an answer that
+// varies by X-Tenant, kept for a request that sent X_Tenant: a (which a
+// CGI-style upstream reads as X-Tenant), is not given to one that sends
+// X_Tenant: b while the route's breaker refuses it. (Neither sent
+// X-Tenant, so Vary found them alike: tenant a's answer went to b.)
+func TestLastGoodVaryCGINames(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		var failing atomic.Bool
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			if failing.Load() {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Vary", "X-Tenant")
+			fmt.Fprintf(w, "private to %s", r.Header.Get("X_tenant"))
+		})
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: r
+    upstream: up
+    policies:
+      circuit_breaker: {consecutive_failures: 1, open_for: 1h}
+      fallback: {last_good: {}, status: 503, body: static}
+`, engine, up.URL))
+		c := newClient(t)
+		a := http.Header{"X_tenant": {"a"}}
+		if res := do(t, c, "GET", tg.URL+"/me", a, nil); res.Code != 200 || res.Body != "private to a" {
+			t.Fatalf("tenant a, upstream up: %d %q", res.Code, res.Body)
+		}
+		failing.Store(true)
+		do(t, c, "GET", tg.URL+"/me", a, nil) // fails: the breaker opens
+		if st := tg.routeStatus(t, "r").Breaker; st != "open" {
+			t.Fatalf("breaker %q after a failure, want open", st)
+		}
+		if res := do(t, c, "GET", tg.URL+"/me", http.Header{"X_tenant": {"b"}}, nil); res.Code != 503 || res.Body != "static" {
+			t.Errorf("tenant b, breaker open: %d %q, want the static 503", res.Code, res.Body)
+		}
+		if res := do(t, c, "GET", tg.URL+"/me", a, nil); res.Code != 200 || res.Body != "private to a" {
+			t.Errorf("tenant a, breaker open: %d %q, want its last good answer", res.Code, res.Body)
+		}
+	})
+}

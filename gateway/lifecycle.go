@@ -139,8 +139,12 @@ func (c *call) start(lc *lifecycle, req request, final bool, obs *observation) {
 // refuse it with their error; the gateway never retries a refusal, see
 // retryOn), and a target is chosen, avoiding the previous attempt's, with
 // its passive-health permit (see upstream.Target.Permit).
-func (c *call) begin() (attempt, error) {
-	adm, err := c.lc.admit.Begin(c.ctx)
+func (c *call) begin() (attempt, error) { return c.beginOn(c.ctx) }
+
+// beginOn is begin with ctx, which carries the call's priority class, for
+// the admission: a wait for it (in a concurrency queue) ends with ctx.
+func (c *call) beginOn(ctx context.Context) (attempt, error) {
+	adm, err := c.lc.admit.Begin(ctx)
 	if err != nil {
 		return attempt{}, err
 	}

@@ -262,7 +262,7 @@ func (cc *clientConn) serve() gnet.Action {
 			return cc.handOver()
 		}
 		rt, ambiguous := st.route(h)
-		if ambiguous || h.ContentLength() > loopBody || (srv.MaxBodyBytes > 0 && h.ContentLength() > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
+		if ambiguous != "" || h.ContentLength() > loopBody || (srv.MaxBodyBytes > 0 && h.ContentLength() > srv.MaxBodyBytes) || (rt != nil && !rt.loop) {
 			return cc.handOver()
 		}
 		if len(buf) < hlen+h.ContentLength() {
@@ -464,6 +464,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		key, ok := cc.rateKey(rt, clientIP(cc.peer, h.XForwardedFor(), st.trusted))
 		if !ok {
 			writeError(ctx, fasthttp.StatusBadRequest, reasonAmbiguousKey, 0)
+			cc.closeNext = true // a 400 closes, as nginx's does
 			cc.end(reasonAmbiguousKey)
 			cc.reply()
 			return

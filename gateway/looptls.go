@@ -79,8 +79,10 @@ func (e *loopEngine) serveTLS(sw *sockSwitch, tc *tls.Conn) bool {
 
 // feed decrypts the records that came, after those read before. It
 // reports false when the connection is to close: a record that does not
-// decrypt, an alert other than close_notify, a write that fails, or more
-// plaintext waiting than maxPlainTLS.
+// decrypt, an alert other than close_notify, a write that fails, more
+// plaintext waiting than maxPlainTLS, or records that tls.Conn answers
+// (a KeyUpdate) while the client leaves more than maxPendingOut bytes
+// unread.
 func (t *loopTLS) feed() bool {
 	buf, _ := t.Conn.Next(-1)
 	sw := t.sw
@@ -93,6 +95,12 @@ func (t *loopTLS) feed() bool {
 	// A record not whole yet waits in storage of sw's own.
 	sw.own = append(sw.own[:0], sw.in...)
 	sw.in = sw.own
+	if len(sw.out) > 0 && t.Conn.OutboundBuffered() > maxPendingOut {
+		// tls.Conn answered records (a KeyUpdate that asks for one) of a
+		// client that leaves more than maxPendingOut bytes unread: the
+		// loop would keep its answers without bound.
+		ok = false
+	}
 	return t.flush() == nil && ok // tls.Conn may have answered (an alert, a KeyUpdate)
 }
 

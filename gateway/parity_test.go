@@ -105,9 +105,10 @@ func TestEngineParity(t *testing.T) {
 				t.Errorf("%s on %s: RateLimit %q, RateLimit-Policy %q, want the limit's own, once", c.name, engine, r.Header.Values("RateLimit"), r.Header.Values("RateLimit-Policy"))
 			}
 			// An HTTP/1.0 client without keep-alive asks to close too, and
-			// the gateway closes after refusing a request (400).
+			// the gateway closes after refusing a request (400) or its
+			// body (413).
 			closes := strings.Contains(c.raw, "Connection: close") || strings.Contains(c.raw, " HTTP/1.0\r\n") ||
-				c.status == http.StatusBadRequest
+				c.status == http.StatusBadRequest || c.status == http.StatusRequestEntityTooLarge
 			if closes != (r.Header.Get("Connection") == "close") {
 				t.Errorf("%s on %s: Connection %q, want close: %v", c.name, engine, r.Header.Get("Connection"), closes)
 			}

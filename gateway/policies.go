@@ -138,7 +138,7 @@ func buildRateLimit(name string, rl *config.RateLimit, prev *routePolicies, st *
 	lim := ratelimit.Limit{Algorithm: ratelimit.Algorithm(rl.Algorithm), Limit: rl.Limit, Period: rl.Period.D(), Burst: rl.Burst}
 	r := &rateLimit{policy: policyHeader(name, lim), onError: st.cfg.Store.Redis.OnError, byRoute: rl.Key.Kind == config.SourceRoute, v6bits: rl.IPv6Prefix}
 	if h := rl.Key.Header; h != "" {
-		r.header, r.names = h, http1.CGINames(h)
+		r.header, r.names, r.one = h, http1.CGINames(h), http1.OneValue([]byte(h))
 	}
 	if pr := prev.rate; pr != nil && pr.limiter != nil && prev.rateStore == st.store {
 		// Same store: keep the keys' state and change only the limit.

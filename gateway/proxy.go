@@ -14,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/answer"
 	"github.com/sluicehq/sluice/internal/http1"
-	"github.com/sluicehq/sluice/internal/requestid"
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/upstream"
 )
@@ -239,6 +238,7 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 			}
 		}
 		removeHopRequest(&req.Header)
+		removeClaims(&req.Header, x.trusted)
 		reannounceTrailers(req, t, rules) // an HTTP/2 request's, see trailedBody
 		// No Content-Type the client did not send (fasthttp's default
 		// for a body, which the loops do not add).
@@ -247,10 +247,12 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 		// 6.2), whatever the client's.
 		req.Header.SetProtocolBytes(http11)
 		req.Header.SetCanonical(hdrForwardedFor, x.xff)
-		// Set before SetHost below overwrites the client's Host.
-		req.Header.SetCanonical(hdrForwardedHost, fwdHost)
+		// Set before SetHost below overwrites the client's Host; none
+		// for a request without one (HTTP/1.0).
+		if len(fwdHost) > 0 {
+			req.Header.SetCanonical(hdrForwardedHost, fwdHost)
+		}
 		req.Header.SetCanonical(hdrForwardedProto, fwdProto)
-		req.Header.Del(requestid.Header) // every one: the gateway sends one
 		req.Header.SetCanonical(hdrRequestID, x.obs.id)
 		if x.obs.trace != nil {
 			req.Header.DelBytes(hdrTraceparent)
@@ -299,15 +301,16 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 // keep the loop on the stack.)
 //
 // removeHopRequest also deletes every X-Forwarded-For, -Host and -Proto
-// header, which prepare then sets once: a client's duplicates must not reach
-// the upstream beside the gateway's values; and every Forwarded header
-// (see http1.ForwardedHeader).
+// header and every X-Request-Id, which prepare then sets once: a client's
+// duplicates must not reach the upstream beside the gateway's values (nor
+// under a name with '_' for '-': see http1.ForwardedHeader and
+// http1.RequestIDHeader); and every Forwarded header.
 func removeHopRequest(h *fasthttp.RequestHeader) {
 	var buf [128]byte
 	names := buf[:0]
 	conn := http1.OneList(h.PeekAll("Connection"))
 	for k := range h.All() {
-		if http1.ForwardedHeader(k) {
+		if http1.ForwardedHeader(k) || http1.RequestIDHeader(k) {
 			names = append(append(names, k...), 0)
 			continue
 		}
@@ -456,4 +459,22 @@ func (b *upstreamBody) Close() error {
 	}
 	b.End()
 	return nil
+}
+
+// removeClaims deletes the X-Forwarded-* headers the gateway does not set
+// (see http1.ForwardedClaim) unless trusted (the client is a trusted
+// proxy), and Transfer_Encoding and Content_Length, which servers that
+// read '_' as '-' would frame the body by (an HTTP/1.1 request with them
+// is refused, see http1.RefusedHead; an HTTP/2 one gets here).
+func removeClaims(h *fasthttp.RequestHeader, trusted bool) {
+	var names []string
+	for k := range h.All() {
+		if !trusted && http1.ForwardedClaim(k) || bytes.IndexByte(k, '_') >= 0 &&
+			(http1.CGIName(k, "Content-Length") || http1.CGIName(k, "Transfer-Encoding")) {
+			names = append(names, string(k))
+		}
+	}
+	for _, k := range names {
+		h.Del(k)
+	}
 }

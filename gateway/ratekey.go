@@ -39,27 +39,32 @@ var errAmbiguousKey = &keyError{}
 type keyError struct{}
 
 func (*keyError) Error() string {
-	return "gateway: the rate-limit key header is sent more than once or holds a list"
+	return "gateway: the rate-limit key header is sent more than once or as a list"
 }
 func (*keyError) AnswerStatus() (int, string) { return http.StatusBadRequest, reasonAmbiguousKey }
 func (*keyError) GRPCCode() codes.Code        { return codes.InvalidArgument }
 
 // The reasons the gateway refuses an ambiguous request with (400):
 // reasonAmbiguousKey for its rate-limit key header (errAmbiguousKey),
-// reasonAmbiguousHeader for a header its route is matched by (see
-// state.route).
+// reasonAmbiguousHeader for a header its route is matched by, and
+// reasonAmbiguousPath for a path whose segment parameters change its
+// route (see state.route).
 const (
 	reasonAmbiguousKey    = "ambiguous_key"
 	reasonAmbiguousHeader = "ambiguous_header"
+	reasonAmbiguousPath   = "ambiguous_path"
 )
 
 // keyValue returns the value of l's key header in req (nil when absent),
 // without surrounding spaces and tabs, or nil and false when req is to be
 // refused with errAmbiguousKey: the header comes on more than one field
-// line under any of l.names, or its value holds a comma.
+// line under any of l.names, or its value holds a comma and the header may
+// be a list (the same list on one line; see http1.OneValue: the comma in
+// Authorization's Digest credentials, say, is part of its one value, which
+// is the key).
 func (l *rateLimit) keyValue(req request) ([]byte, bool) {
 	v, n := fieldValue(req, l.names)
-	if n > 1 || bytes.IndexByte(v, ',') >= 0 {
+	if n > 1 || !l.one && bytes.IndexByte(v, ',') >= 0 {
 		return nil, false
 	}
 	return v, true
@@ -96,7 +101,10 @@ func (l *rateLimit) keyOf(req request, rt *route, client netip.Addr) (string, bo
 
 // key returns whose limit a request counts against on rt: the route, or
 // the value hv of its key header (see keyValue), or its client's address
-// (see appendClient).
+// (see appendClient). A key is the route's name, alone or followed by
+// "|ip|", "|h|" or "|H|" and the client's part: route names have no '|'
+// (config validation), so no two routes' keys are ever one, whatever the
+// client's part holds.
 func (l *rateLimit) key(hv []byte, rt *route, client netip.Addr) string {
 	if l.byRoute {
 		return rt.name

@@ -65,11 +65,36 @@ func TestRateLimitKeyValue(t *testing.T) {
 		{[]string{"X-Api-Key: fresh, real"}, "", false},
 		{[]string{"X-Api-Key: ,real"}, "", false},
 	} {
+		// See TestRateLimitKeyValueOneValue for the headers that are no list.
 		head := "GET / HTTP/1.1\nHost: a:1\n" + strings.Join(append(tt.lines, "Accept: */*"), "\n") + "\n\n"
 		for name, req := range keyReaders(t, head) {
 			v, ok := l.keyValue(req)
 			if ok != tt.ok || string(v) != tt.want {
 				t.Errorf("%s: %.80q: key value %.20q, %v; want %.20q, %v", name, tt.lines, v, ok, tt.want, tt.ok)
+			}
+		}
+	}
+}
+
+// TestRateLimitKeyValueOneValue: a key header that is no list (see
+// http1.OneValue) is keyed by its whole value, commas and all, on every
+// engine's reader; two lines of it are still refused.
+func TestRateLimitKeyValueOneValue(t *testing.T) {
+	l := &rateLimit{header: "Authorization", names: http1.CGINames("Authorization"), one: true}
+	digest := `Digest username="a", realm="r"`
+	for _, tt := range []struct {
+		lines []string
+		want  string
+		ok    bool
+	}{
+		{[]string{"Authorization: " + digest}, digest, true},
+		{[]string{"authorization:  " + digest + " "}, digest, true},
+		{[]string{"Authorization: " + digest, "Authorization: Basic eA=="}, "", false},
+	} {
+		head := "GET / HTTP/1.1\nHost: a:1\n" + strings.Join(tt.lines, "\n") + "\n\n"
+		for name, req := range keyReaders(t, head) {
+			if v, ok := l.keyValue(req); ok != tt.ok || string(v) != tt.want {
+				t.Errorf("%s: %q: key value %q, %v; want %q, %v", name, tt.lines, v, ok, tt.want, tt.ok)
 			}
 		}
 	}

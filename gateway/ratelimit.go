@@ -16,6 +16,7 @@ type rateLimit struct {
 	limiter *ratelimit.Limiter
 	header  string   // key by this header; "" with byRoute false keys by IP
 	names   []string // the names header is read under (http1.CGINames)
+	one     bool     // a comma is part of header's one value (http1.OneValue); else it makes a list
 	byRoute bool
 	v6bits  int                   // the prefix length an IPv6 client is keyed by (appendClient)
 	policy  []byte                // the RateLimit-Policy header value

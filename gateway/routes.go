@@ -14,7 +14,7 @@ import (
 
 // matcher decides whether a route serves a request.
 type matcher struct {
-	host    []byte   // exact host without port; nil = any
+	host    []byte   // exact host, lower case, without port or trailing dot; nil = any
 	prefix  []byte   // path prefix; "/" matches all
 	methods [][]byte // nil = any
 	headers []headerMatch
@@ -24,18 +24,19 @@ type matcher struct {
 type headerMatch struct {
 	names []string // the names it is read under (http1.CGINames)
 	value string
+	list  bool // a comma in its value makes a list (see http1.OneValue)
 }
 
 func newMatcher(m config.Match) matcher {
 	mt := matcher{prefix: []byte(m.PathPrefix)}
 	if m.Host != "" {
-		mt.host = []byte(strings.ToLower(m.Host))
+		mt.host = []byte(strings.ToLower(strings.TrimSuffix(m.Host, ".")))
 	}
 	for _, meth := range m.Methods {
 		mt.methods = append(mt.methods, []byte(meth))
 	}
 	for k, v := range m.Headers {
-		mt.headers = append(mt.headers, headerMatch{http1.CGINames(k), v})
+		mt.headers = append(mt.headers, headerMatch{http1.CGINames(k), v, !http1.OneValue([]byte(k))})
 	}
 	return mt
 }
@@ -74,10 +75,12 @@ func (f fastRequest) PeekAt(name string, i int) []byte {
 
 // matches reports whether req is one of the route's. A header the route
 // matches by is read as a rate limit's key header is (see fieldValue): a
-// request that sends it on more than one line is ambiguous, and reported
-// so (with false), for it to be refused rather than routed by a guess: a
-// client could otherwise be sent through one route's policies while the
-// upstream reads it as another's request.
+// request that sends it on more than one line, or with a comma in its
+// value (the same list on one line) when the header may be a list (see
+// http1.OneValue), is ambiguous, and reported so (with false), for it to
+// be refused rather than routed by a guess: a client could otherwise be
+// sent through one route's policies while the upstream reads it as
+// another's request.
 func (m *matcher) matches(req request) (ok, ambiguous bool) {
 	if !bytes.HasPrefix(req.Path(), m.prefix) {
 		return false, false
@@ -95,12 +98,12 @@ func (m *matcher) matches(req request) (ok, ambiguous bool) {
 			return false, false
 		}
 	}
-	if m.host != nil && !bytes.EqualFold(stripPort(req.Host()), m.host) {
+	if m.host != nil && !bytes.EqualFold(bytes.TrimSuffix(stripPort(req.Host()), dot), m.host) {
 		return false, false
 	}
 	for _, h := range m.headers {
 		v, n := fieldValue(req, h.names)
-		if n > 1 {
+		if n > 1 || h.list && bytes.IndexByte(v, ',') >= 0 {
 			return false, true
 		}
 		if string(v) != h.value {
@@ -109,6 +112,41 @@ func (m *matcher) matches(req request) (ok, ambiguous bool) {
 	}
 	return true, false
 }
+
+// paramless is a request read with another path: its path without
+// segment parameters (see withoutParams).
+type paramless struct {
+	request
+	path []byte
+}
+
+func (p paramless) Path() []byte { return p.path }
+
+// withoutParams returns path with each segment's parameters (from a ';'
+// to the segment's end) removed, as servlet containers read a path
+// (Tomcat serves /admin;x/users as /admin/users).
+func withoutParams(path []byte) []byte {
+	out := make([]byte, 0, len(path))
+	for len(path) > 0 {
+		i := bytes.IndexByte(path, ';')
+		if i < 0 {
+			return append(out, path...)
+		}
+		out = append(out, path[:i]...)
+		path = path[i:]
+		if j := bytes.IndexByte(path, '/'); j >= 0 {
+			path = path[j:]
+		} else {
+			path = nil
+		}
+	}
+	return out
+}
+
+// dot ends a fully qualified host name: "api.example." is "api.example"
+// to a name server, and to an upstream that routes by host (nginx drops
+// it), so the route matched by one matches the other.
+var dot = []byte(".")
 
 func stripPort(host []byte) []byte {
 	if i := bytes.LastIndexByte(host, ':'); i >= 0 && !bytes.Contains(host[i:], []byte("]")) {
@@ -158,20 +196,23 @@ func netAddr(a net.Addr) netip.Addr {
 // clientIP is the client's address: the peer's, or, when the peer is a
 // trusted proxy, the right-most address in xff (the request's
 // X-Forwarded-For) that is not itself a trusted proxy (the left-most
-// entries can be forged by the client).
+// entries can be forged by the client). An entry may carry a port (see
+// http1.ForwardedAddr), which is not part of the address; an entry that
+// is no address ends the walk at the trusted proxy that wrote it, whose
+// address is then the client's: a client never chooses its key by
+// writing junk.
 func clientIP(peer netip.Addr, xff []byte, trusted trustedProxies) netip.Addr {
 	if len(trusted) == 0 || !trusted.contains(peer) {
 		return peer
 	}
 	for len(xff) > 0 {
 		i := bytes.LastIndexByte(xff, ',')
-		part := bytes.TrimSpace(xff[i+1:])
+		part := xff[i+1:]
 		xff = xff[:max(i, 0)]
-		a, err := netip.ParseAddr(string(part))
-		if err != nil {
+		a, ok := http1.ForwardedAddr(part)
+		if !ok {
 			return peer
 		}
-		a = a.Unmap()
 		if !trusted.contains(a) {
 			return a
 		}

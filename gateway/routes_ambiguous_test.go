@@ -60,3 +60,59 @@ routes:
 		}
 	})
 }
+
+// TestRouteHeaderComma checks, on both engines over HTTP/1.1 and h2c, that
+// a header a route is matched by sent with a comma in its value is refused
+// (400 ambiguous_header) as one sent on two lines is: a framework that
+// joins lines with commas reads "small, big" as the two lines it stands
+// for, and may take either. (It matched no route that wanted "small" and
+// went through the catch-all's policies.) A comma in a header that is no
+// list (Authorization's Digest credentials) is part of its one value.
+func TestRouteHeaderComma(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, proto := range []string{"h1", "h2c"} {
+			t.Run(proto, func(t *testing.T) {
+				up := startUpstream(t, "up", nil)
+				gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: small
+    match: {path_prefix: /m, headers: {X-Tier: small}}
+    upstream: up
+    policies:
+      rate_limit: {limit: 1, period: 1h, key: route}
+  - name: digest
+    match: {path_prefix: /d, headers: {Authorization: 'Digest username="a", realm="r"'}}
+    upstream: up
+  - name: rest
+    upstream: up
+`, engine, up.URL))
+				c := protoClient(t, proto, nil, "")
+				for i, s := range []struct {
+					path   string
+					header http.Header
+					code   int
+				}{
+					{"/m", http.Header{"X-Tier": {"small, big"}}, 400},
+					{"/m", http.Header{"X-Tier": {"big,small"}}, 400},
+					{"/m", http.Header{"X_tier": {"small,"}}, 400},
+					{"/m", http.Header{"X-Tier": {"small"}}, 200},
+					{"/m", http.Header{"X-Tier": {"big"}}, 200},
+					{"/d", http.Header{"Authorization": {`Digest username="a", realm="r"`}}, 200},
+					{"/other", http.Header{"X-Tier": {"small, big"}}, 200},
+				} {
+					r := do(t, c, "GET", gw.URL+s.path, s.header, nil)
+					if r.Code != s.code {
+						t.Errorf("step %d (%s %q): status %d %q, want %d", i, s.path, s.header, r.Code, r.Body, s.code)
+						continue
+					}
+					if s.code == 400 && r.errorBody(t).Error != "ambiguous_header" {
+						t.Errorf("step %d: body %q, want ambiguous_header", i, r.Body)
+					}
+				}
+			})
+		}
+	})
+}

@@ -21,24 +21,15 @@ import (
 // gateway, which does not forward it, so no answer can depend on it.
 var callerHeaders = []string{"Authorization", "Cookie", "X-Api-Key", "X-Auth-Token", "X-Access-Token"}
 
-// callerNames are the names callerHeaders are read under: each with every
-// '-' either '-' or '_' (see http1.CGINames), as CGI-style servers read them.
-var callerNames = func() []string {
-	var names []string
-	for _, h := range callerHeaders {
-		names = append(names, http1.CGINames(h)...)
-	}
-	return names
-}()
-
 // formHeaders are the request headers that most often choose the form of
 // an answer; requests that differ in them do not coalesce either.
 var formHeaders = []string{"Accept", "Accept-Encoding"}
 
 // coalescingKey identifies the requests that may share one upstream call:
 // same method, host and request target (path and query), same values of
-// callerHeaders (under callerNames), formHeaders and the route's own list
-// (vary), and the same rate-limit key (limitKey, "" when the route has no rate limit), which
+// callerHeaders, formHeaders and the route's own list (vary), each read
+// under every name a CGI-style server reads as it (see appendValues), and
+// the same rate-limit key (limitKey, "" when the route has no rate limit), which
 // names the caller as the route sees it. Every field is length-prefixed, so
 // that two different requests never have the same key.
 func coalescingKey(req *fasthttp.RequestHeader, limitKey string, vary []string) string {
@@ -48,7 +39,7 @@ func coalescingKey(req *fasthttp.RequestHeader, limitKey string, vary []string) 
 	b = appendField(b, req.RequestURI())
 	b = binary.AppendUvarint(b, uint64(len(limitKey)))
 	b = append(b, limitKey...)
-	for _, h := range callerNames {
+	for _, h := range callerHeaders {
 		b = appendValues(b, req, h)
 	}
 	for _, h := range formHeaders {
@@ -72,12 +63,25 @@ func appendField(b, v []byte) []byte {
 }
 
 // appendValues appends every value of the header name in req to b: their
-// count, then each length-prefixed.
+// count, then each length-prefixed, in the order of req's headers. The
+// header is read under every name a CGI-style server reads as name (any
+// case, '_' for '-': see http1.CGIName), so that requests that differ in
+// X_Tenant, which such an upstream reads as X-Tenant, differ in X-Tenant.
 func appendValues(b []byte, req *fasthttp.RequestHeader, name string) []byte {
-	vs := req.PeekAll(name)
-	b = binary.AppendUvarint(b, uint64(len(vs)))
-	for _, v := range vs {
-		b = appendField(b, v)
+	n := 0
+	for k := range req.All() {
+		if http1.CGIName(k, name) {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	if n == 0 {
+		return b
+	}
+	for k, v := range req.All() {
+		if http1.CGIName(k, name) {
+			b = appendField(b, v)
+		}
 	}
 	return b
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -28,10 +29,31 @@ type state struct {
 }
 
 // route returns the first route that matches req, or nil. It returns nil
-// and true when req is ambiguous to the first route that cannot tell
-// whether it matches (see matcher.matches): then it is to be refused with
-// reasonAmbiguousHeader.
-func (s *state) route(req request) (*route, bool) {
+// and the reason to refuse req with when the routes cannot tell which
+// route it is for: reasonAmbiguousHeader when a route cannot tell whether
+// it matches (see matcher.matches), reasonAmbiguousPath when the path
+// without its segment parameters would choose another route (see
+// withoutParams). The reason is "" otherwise.
+func (s *state) route(req request) (*route, string) {
+	rt, ambiguous := s.firstRoute(req)
+	if ambiguous {
+		return nil, reasonAmbiguousHeader
+	}
+	if p := req.Path(); bytes.IndexByte(p, ';') >= 0 {
+		other, ambiguous := s.firstRoute(paramless{req, withoutParams(p)})
+		switch {
+		case ambiguous:
+			return nil, reasonAmbiguousHeader
+		case other != rt:
+			return nil, reasonAmbiguousPath
+		}
+	}
+	return rt, ""
+}
+
+// firstRoute returns the first route that matches req, or nil, and
+// whether a route could not tell (see matcher.matches).
+func (s *state) firstRoute(req request) (*route, bool) {
 	for _, r := range s.routes {
 		switch ok, ambiguous := r.match.matches(req); {
 		case ambiguous:

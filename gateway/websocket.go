@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/http1"
-	"github.com/sluicehq/sluice/internal/requestid"
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/wstunnel"
 )
@@ -195,6 +194,7 @@ type wsHandshakeFrom struct {
 	// fwdHost and fwdProto are the X-Forwarded-Host and -Proto to send:
 	// the client's Host and scheme, or a trusted proxy's own values.
 	fwdHost, fwdProto []byte
+	trusted           bool        // the client is a trusted proxy: its other X-Forwarded-* pass (http1.ForwardedClaim)
 	id                []byte      // the request's id
 	rules             *routeRules // the route's; nil when none
 }
@@ -227,8 +227,9 @@ func wsRequestHead(f wsHandshakeFrom, host string, span *tracing.Attempt) []byte
 	b = append(append(b, host...), "\r\n"...)
 	tp, ts := span.Headers()
 	for k, v := range f.headers {
-		if http1.EqualName(k, "Host") || http1.ForwardedHeader(k) || http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) ||
-			http1.EqualName(k, requestid.Header) || tp != nil && (http1.EqualName(k, "Traceparent") || http1.EqualName(k, "Tracestate")) {
+		if http1.EqualName(k, "Host") || http1.ForwardedHeader(k) || !f.trusted && http1.ForwardedClaim(k) ||
+			http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) ||
+			http1.RequestIDHeader(k) || tp != nil && (http1.EqualName(k, "Traceparent") || http1.EqualName(k, "Tracestate")) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)

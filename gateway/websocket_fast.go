@@ -47,7 +47,7 @@ func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte
 		// form's host would outrank Host, which chose the route.
 		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), headers: h.All(),
 			connection: http1.OneList(h.PeekAll("Connection")), xff: xff, fwdHost: fwdHost, fwdProto: fwdProto,
-			id: obs.id, rules: rt.rules}, host, span)
+			trusted: trusted, id: obs.id, rules: rt.rules}, host, span)
 	})
 	if err != nil {
 		return wsRefuse(ctx, err)

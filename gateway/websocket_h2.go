@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,11 @@ func (g *Gateway) serveH2WebSocket(ctx *fasthttp.RequestCtx, w http.ResponseWrit
 // carried), else the gateway's refusal or the target's. It returns the
 // reason for the log.
 func (g *Gateway) h2Handshake(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *http.Request, st *state, rt *route, o *observation, key string) (*wsCall, net.Conn, string) {
+	// The stream's reads are the WebSocket's, bounded by its idle
+	// timeout, not by server.read_timeout, which runs from the request's
+	// start: once it passes, net/http's HTTP/2 server closes the request's
+	// body, however long ago the handshake was answered.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	xff, err := stdLimit(w, r, st, rt)
 	if err != nil {
 		return nil, nil, writeStdError(w, err)
@@ -138,15 +144,10 @@ func (g *Gateway) h2Handshake(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r
 		rt.rules.response.apply(wh)
 	}
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if err := rc.Flush(); err != nil {
+	if err := http.NewResponseController(w).Flush(); err != nil {
 		call.abandon(up)
 		return nil, nil, answer.ClientClosed
 	}
-	// The stream's reads are the WebSocket's, bounded by its idle
-	// timeout, not by server.read_timeout (net/http's HTTP/2 server resets
-	// a stream whose read deadline passes).
-	_ = rc.SetReadDeadline(time.Time{})
 	return call, up, ""
 }
 
@@ -156,11 +157,13 @@ var errBadAccept = &answerError{msg: "gateway: the target's Sec-WebSocket-Accept
 	code: http.StatusBadGateway, reason: answer.UpstreamError}
 
 // h2PassRefusal passes on a target's answer other than 101 to a handshake
-// over HTTP/2, as wsPassRefusal does on HTTP/1.1. It returns the reason
-// for the log.
+// over HTTP/2, as wsPassRefusal does on HTTP/1.1, but for a 1xx or 2xx
+// one (a 502): to an HTTP/2 client a 2xx says the WebSocket is open
+// (RFC 8441 section 5), and net/http answers 200 to a handler that
+// wrote only a 1xx. It returns the reason for the log.
 func h2PassRefusal(w http.ResponseWriter, resp *http.Response, rules *routeRules) string {
 	body, ok := wsRefusalBody(resp)
-	if !ok {
+	if !ok || resp.StatusCode < 300 {
 		return writeStdError(w, errBadRefusal)
 	}
 	wh := w.Header()
@@ -178,7 +181,8 @@ func h2PassRefusal(w http.ResponseWriter, resp *http.Response, rules *routeRules
 }
 
 // errBadRefusal is the error of a target's refusal of a handshake that
-// could not be read whole (see wsRefusalBody): a 502.
+// could not be read whole (see wsRefusalBody), or that an HTTP/2 client
+// would read as an acceptance (a 1xx or 2xx): a 502.
 var errBadRefusal = &answerError{msg: "gateway: the target's answer to a WebSocket handshake could not be passed on",
 	code: http.StatusBadGateway, reason: answer.UpstreamError}
 
@@ -264,4 +268,11 @@ func (c *h2StreamConn) SetWriteDeadline(t time.Time) error {
 		return c.rc.SetWriteDeadline(t)
 	}
 	return nil
+}
+
+// WebSocketOverHTTP2 reports whether this process serves WebSocket over
+// HTTP/2: whether its GODEBUG environment names http2xconnect=1, read
+// the way Go's HTTP/2 server reads it once at start.
+func WebSocketOverHTTP2() bool {
+	return strings.Contains(os.Getenv("GODEBUG"), "http2xconnect=1")
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -407,5 +408,92 @@ func TestExtendedConnectNeedsGODEBUG(t *testing.T) {
 		if st, _ := h.read(t, 1); st != "RST PROTOCOL_ERROR" {
 			t.Errorf("an extended CONNECT: %s, want RST PROTOCOL_ERROR", st)
 		}
+	})
+}
+
+// TestWebSocketOverHTTP2TargetNotSwitching sends WebSocket handshakes
+// over HTTP/2 to a target that answers them with a 200 and a page (a
+// server that serves the GET and ignores the upgrade) or with a 103
+// Early Hints and nothing more: the client gets a 502 each time. (The
+// 200 was passed on, and the interim 103 made net/http answer 200: to an
+// HTTP/2 client a 2xx means the WebSocket is open, and it read the page
+// as frames.)
+func TestWebSocketOverHTTP2TargetNotSwitching(t *testing.T) {
+	if !inXConnect(t) {
+		return
+	}
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			r, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if r.URL.Path == "/early" {
+				_, _ = c.Write([]byte("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"))
+				_, _ = br.ReadByte() // until the gateway closes the connection
+				return
+			}
+			_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n<html></html>"))
+		})
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: ws, upstream: up}
+`, engine, up.addr))
+		h := dialH2(t, gw.Addr)
+		for i, path := range []string{"/page", "/early"} {
+			id := uint32(2*i + 1)
+			h.headers(t, id, false, ":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":authority", "a.test",
+				":path", path, "sec-websocket-version", "13")
+			if st, body := h.read(t, id); st != "502" {
+				t.Errorf("%s: %s %q, want 502", path, st, body)
+			}
+		}
+	})
+}
+
+// TestWebSocketOverHTTP2SlowHandshake opens a WebSocket over HTTP/2
+// whose target takes longer than server.read_timeout to accept the
+// handshake: messages then pass both ways. (The stream's read deadline,
+// running since the request came, was lifted only once the target had
+// answered: by then it had passed, net/http had closed the request's
+// body, and the WebSocket ended at its first read.)
+func TestWebSocketOverHTTP2SlowHandshake(t *testing.T) {
+	if !inXConnect(t) {
+		return
+	}
+	const readTimeout = 50 * time.Millisecond
+	forEngines(t, func(t *testing.T, engine string) {
+		checkLeaks(t)
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(10 * readTimeout) // net/http's read deadline is on the wall clock
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			for {
+				typ, msg, err := c.Read(context.Background())
+				if err != nil || c.Write(context.Background(), typ, msg) != nil {
+					return
+				}
+			}
+		}))
+		defer up.Close()
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, read_timeout: 50ms}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: ws, upstream: up}
+`, engine, up.URL))
+		c := dialH2WS(t, gw.Addr, "/slow", nil)
+		if c.resp.StatusCode != http.StatusOK {
+			t.Fatalf("handshake: %d", c.resp.StatusCode)
+		}
+		c.echo(t, 1, []byte("after a slow handshake"))
+		c.closeNormally(t)
 	})
 }

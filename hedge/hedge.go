@@ -10,10 +10,11 @@
 //
 // Hedging is for latency, not for failures: a failed attempt does not start
 // a new one early, and when every attempt started has failed Run returns the
-// last failure; an attempt refused before it ran (Dropped: a policy inside
-// the hedge rejected it) never replaces the failure of one that ran, so a
-// refused hedge leaves the answer an unhedged call would have had. Put a
-// retry policy outside the hedge to retry failures.
+// last failure; a hedge refused before it ran (Dropped: a policy inside
+// the hedge rejected it) never replaces another attempt's result, so it
+// leaves the answer an unhedged call would have had (the first attempt's
+// failure, or its refusal). Put a retry policy outside the hedge to retry
+// failures.
 // Only hedge calls that are safe to run more than once (idempotent reads).
 package hedge
 
@@ -176,8 +177,8 @@ func (p *Policy) Stats() Stats {
 }
 
 // Run runs next, hedging it as configured, and returns the winning Result or,
-// if no attempt wins, the last attempt's; the last that ran, when a later
-// one was refused (Dropped). Each attempt runs in its own
+// if no attempt wins, the last attempt's, but that a hedge's refusal
+// (Dropped) never replaces another attempt's. Each attempt runs in its own
 // goroutine with its own context derived from ctx. Losers are cancelled with
 // ErrLost as the cause; the context of the attempt whose Result is returned
 // is not cancelled, so that its Value stays usable (it ends with ctx).
@@ -220,8 +221,8 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	}
 	arm()
 	done := ctx.Done()
-	var last attempt // the failure kept so far, when ran
-	ran := false
+	var last attempt // the result kept so far, when kept
+	kept := false
 	for {
 		select {
 		case <-done:
@@ -262,14 +263,14 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 				return a.r
 			}
 			drop := last
-			if ran && a.r.Class == sluice.Dropped && last.r.Class != sluice.Dropped {
-				drop, a = a, last // a refusal does not replace a failure that ran
+			if kept && a.i > 0 && a.r.Class == sluice.Dropped {
+				drop, a = a, last // a hedge's refusal replaces nothing
 			}
 			if running > 0 {
 				if drop.r.Value != nil && p.discard != nil {
 					p.discard(drop.r.Value)
 				}
-				last, ran = a, true
+				last, kept = a, true
 				continue
 			}
 			stop()

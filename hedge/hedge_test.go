@@ -353,6 +353,32 @@ func TestRefusedHedgeKeepsFailure(t *testing.T) {
 	}
 }
 
+// TestRefusedHedgeKeepsRefusal refuses the first attempt once its hedge
+// has started, then the hedge: Run returns the first attempt's refusal,
+// which an unhedged call would have had, and discards the hedge's. (The
+// hedge's refusal, the last, was returned.)
+func TestRefusedHedgeKeepsRefusal(t *testing.T) {
+	p, fc, d, seen := seenPolicy(t, 1)
+	h := newHeld()
+	out := runAsync(p, context.Background(), h.next)
+	a0 := <-h.started
+	blockUntil(t, fc, 1)
+	fc.Advance(delay)
+	a1 := <-h.started
+	e0, e1 := errors.New("e0"), errors.New("e1")
+	a0.end <- sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: e0}}
+	<-seen
+	a1.end <- sluice.Result{Value: 1, Outcome: sluice.Outcome{Class: sluice.Dropped, Err: e1}}
+	<-seen
+	if r := <-out; r.Err != e0 || r.Class != sluice.Dropped {
+		t.Errorf("Run = %+v, want the first attempt's refusal (e0)", r)
+	}
+	h.waitAll()
+	if got, want := d.got(), []any{1}; !slices.Equal(got, want) {
+		t.Errorf("discarded %v, want %v (the hedge's)", got, want)
+	}
+}
+
 func TestFailureDoesNotHedgeEarly(t *testing.T) {
 	fc := clock.NewFake(time.Time{})
 	p := mustNew(t, Options{Delay: delay, Clock: fc})

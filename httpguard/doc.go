@@ -6,7 +6,8 @@
 // admission policies (rate limit, circuit breaker, concurrency limit) and a
 // timeout. Options.Key keys each request for the guard's rate limits, as the
 // gateway keys a route's: ByClientIP (behind trusted proxies, the right-most
-// untrusted X-Forwarded-For address), ByHeader, ByPattern. A handler runs at
+// untrusted X-Forwarded-For address; an IPv6 client by its /64, or the
+// prefix given to ByClientIPPrefix), ByHeader, ByPattern. A handler runs at
 // most once per request; if a retry or hedge
 // policy asks for another attempt after it ran, that attempt is Dropped with
 // ErrNotReplayable and nothing is written twice.

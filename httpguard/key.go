@@ -5,19 +5,50 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/http1"
+	"github.com/sluicehq/sluice/internal/invalid"
 )
+
+// DefaultIPv6Prefix is how many leading bits of a client's IPv6 address
+// ByClientIP keys the client by: its /64, the block a site or a device is
+// usually given, as the gateway's rate_limit.ipv6_prefix by default.
+const DefaultIPv6Prefix = 64
 
 // ByClientIP returns a Key function that keys requests by their client's
 // IP address (see ClientIP), so that each client has its own rate limit,
-// as the gateway's `key: ip` does. The address is written in its canonical
-// form ("192.0.2.1", "2001:db8::1"); a request whose peer address cannot be
-// read gets the key "".
+// as the gateway's `key: ip` does: an IPv4 client by its address
+// ("192.0.2.1"), an IPv6 one by its /64 (DefaultIPv6Prefix:
+// "2001:db8:1:2::/64"), never with a zone. A client given a block of IPv6
+// addresses may send from any of them: keyed by each, it would take a
+// fresh limit with every address. A request whose peer address cannot be
+// read gets the key "". ByClientIPPrefix keys by another prefix.
 func ByClientIP(trustedProxies ...netip.Prefix) func(*http.Request) string {
-	trusted := masked(trustedProxies)
+	return clientIPKey(DefaultIPv6Prefix, masked(trustedProxies))
+}
+
+// ByClientIPPrefix is ByClientIP keying an IPv6 client by its first
+// ipv6Bits bits, from 32 to 128 (128: by its address), as the gateway's
+// rate_limit.ipv6_prefix does. Another ipv6Bits is reported with an error
+// that matches sluice.ErrInvalidOptions.
+func ByClientIPPrefix(ipv6Bits int, trustedProxies ...netip.Prefix) (func(*http.Request) string, error) {
+	if ipv6Bits < 32 || ipv6Bits > 128 {
+		p := invalid.Problems{Prefix: "httpguard.ByClientIPPrefix"}
+		p.Addf("ipv6Bits %d is not from 32 to 128", ipv6Bits)
+		return nil, p.Err()
+	}
+	return clientIPKey(ipv6Bits, masked(trustedProxies)), nil
+}
+
+func clientIPKey(ipv6Bits int, trusted []netip.Prefix) func(*http.Request) string {
 	return func(r *http.Request) string {
-		a := clientIP(r, trusted)
-		if !a.IsValid() {
+		a := clientIP(r, trusted).WithZone("")
+		switch {
+		case !a.IsValid():
 			return ""
+		case a.Is6() && ipv6Bits < 128:
+			p, _ := a.Prefix(ipv6Bits) // no error: 32 <= ipv6Bits < 128
+			return p.String()
 		}
 		return a.String()
 	}
@@ -28,8 +59,10 @@ func ByClientIP(trustedProxies ...netip.Prefix) func(*http.Request) string {
 // trustedProxies, the right-most address of the X-Forwarded-For list (all
 // its header lines read as one list) that is not itself a trusted proxy.
 // The entries to the left of it can be forged by the client and are never
-// read; an entry that is not an address ends the walk at the trusted proxy
-// that added it. With no trustedProxies, X-Forwarded-For is ignored. IPv4
+// read. An entry may carry the port some proxies write ("192.0.2.1:4711",
+// "[2001:db8::1]:4711"), which is not part of the address; an entry that
+// is not an address ("unknown") ends the walk at the trusted proxy that
+// added it, whose address is then the client's. With no trustedProxies, X-Forwarded-For is ignored. IPv4
 // addresses mapped into IPv6 are unmapped. It returns the zero Addr when
 // r.RemoteAddr is not an IP address.
 func ClientIP(r *http.Request, trustedProxies []netip.Prefix) netip.Addr {
@@ -44,13 +77,12 @@ func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	xff := strings.Join(r.Header.Values("X-Forwarded-For"), ",")
 	for xff != "" {
 		i := strings.LastIndexByte(xff, ',')
-		part := strings.TrimSpace(xff[i+1:])
+		part := xff[i+1:]
 		xff = xff[:max(i, 0)]
-		a, err := netip.ParseAddr(part)
-		if err != nil {
+		a, ok := http1.ForwardedAddr([]byte(part))
+		if !ok {
 			return peer
 		}
-		a = a.Unmap()
 		if !contains(trusted, a) {
 			return a
 		}

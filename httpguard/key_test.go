@@ -1,10 +1,12 @@
 package httpguard_test
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +38,13 @@ func TestClientIP(t *testing.T) {
 		{"IPv6 peer", "[::1]:4711", []string{"2001:db8::7"}, trusted, "2001:db8::7"},
 		{"mapped IPv4 unmapped", "[::ffff:10.0.0.1]:4711", []string{"::ffff:198.51.100.1"}, trusted, "198.51.100.1"},
 		{"no port", "203.0.113.7", nil, trusted, "203.0.113.7"},
+		// Some proxies write ports: the address is the client's (it was
+		// no address, and every client was the proxy).
+		{"entry with a port", "10.0.0.1:4711", []string{"198.51.100.1:1234"}, trusted, "198.51.100.1"},
+		{"IPv6 entry with a port", "10.0.0.1:4711", []string{"[2001:db8::7]:1234"}, trusted, "2001:db8::7"},
+		{"IPv6 entry in brackets", "10.0.0.1:4711", []string{"[2001:db8::7]"}, trusted, "2001:db8::7"},
+		{"trusted entry with a port", "10.0.0.1:4711", []string{"198.51.100.1, 10.0.0.2:80"}, trusted, "198.51.100.1"},
+		{"unknown: the proxy", "10.0.0.1:4711", []string{"198.51.100.1, unknown"}, trusted, "10.0.0.1"},
 		{"not an address", "@unix", nil, trusted, "invalid IP"},
 	}
 	for _, tt := range tests {
@@ -51,6 +60,8 @@ func TestClientIP(t *testing.T) {
 			wantKey := tt.want
 			if wantKey == "invalid IP" {
 				wantKey = ""
+			} else if a := netip.MustParseAddr(wantKey); a.Is6() {
+				wantKey = netip.PrefixFrom(a, 64).Masked().String() // see TestByClientIPIPv6Block
 			}
 			if got := httpguard.ByClientIP(tt.trusted...)(r); got != wantKey {
 				t.Errorf("ByClientIP key = %q, want %q", got, wantKey)
@@ -275,6 +286,72 @@ func TestMiddlewareRateLimitHeadersOnAdmitted(t *testing.T) {
 		}
 		if got := resp.Header.Values("RateLimit"); len(got) != 1 || got[0] != want.rateLimit {
 			t.Errorf("request %d: RateLimit %q, want %q", i, got, want.rateLimit)
+		}
+	}
+}
+
+// TestByClientIPIPv6Block: ByClientIP keys an IPv6 client by its /64, as
+// the gateway's `key: ip` does (rate_limit.ipv6_prefix), so that a client
+// given a block of addresses does not take a fresh limit with each of
+// them; an IPv4 client by its address. (Each IPv6 address was a key.)
+func TestByClientIPIPv6Block(t *testing.T) {
+	trusted := netip.MustParsePrefix("10.0.0.0/8")
+	key := httpguard.ByClientIP(trusted)
+	keyOf := func(remote, xff string) string {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = remote
+		if xff != "" {
+			r.Header.Set("X-Forwarded-For", xff)
+		}
+		return key(r)
+	}
+	same := [][2]string{
+		{"[2001:db8:1:2::7]:1", "[2001:db8:1:2:ffff:ffff:ffff:ffff]:2"},
+		{"[2001:db8:1:2::7]:1", "[2001:db8:1:2::7%eth0]:1"},
+		{"10.0.0.1:1 2001:db8:1:2::1", "[2001:db8:1:2::9]:1"},
+	}
+	for _, p := range same {
+		a, b := keyOf(split(p[0])), keyOf(split(p[1]))
+		if a != b || a == "" {
+			t.Errorf("%s and %s: keys %q and %q, want one", p[0], p[1], a, b)
+		}
+	}
+	if got := keyOf("[2001:db8:1:2::7]:1", ""); got != "2001:db8:1:2::/64" {
+		t.Errorf("key %q, want 2001:db8:1:2::/64", got)
+	}
+	if a, b := keyOf("[2001:db8:1:2::7]:1", ""), keyOf("[2001:db8:1:3::7]:1", ""); a == b {
+		t.Errorf("two /64s share the key %q", a)
+	}
+	if got := keyOf("192.0.2.7:1", ""); got != "192.0.2.7" {
+		t.Errorf("IPv4 key %q, want the address", got)
+	}
+}
+
+// split reads "peer xff" as a peer address and an X-Forwarded-For value.
+func split(s string) (string, string) {
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		return s[:i], s[i+1:]
+	}
+	return s, ""
+}
+
+// TestByClientIPPrefix: ByClientIPPrefix keys an IPv6 client by the prefix
+// asked for (128: the address), and refuses one outside 32 to 128.
+func TestByClientIPPrefix(t *testing.T) {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "[2001:db8:1:2:3::7]:1"
+	for bits, want := range map[int]string{48: "2001:db8:1::/48", 80: "2001:db8:1:2:3::/80", 128: "2001:db8:1:2:3::7"} {
+		key, err := httpguard.ByClientIPPrefix(bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := key(r); got != want {
+			t.Errorf("/%d: key %q, want %q", bits, got, want)
+		}
+	}
+	for _, bits := range []int{0, 31, 129, -1} {
+		if _, err := httpguard.ByClientIPPrefix(bits); !errors.Is(err, sluice.ErrInvalidOptions) {
+			t.Errorf("/%d: error %v, want ErrInvalidOptions", bits, err)
 		}
 	}
 }

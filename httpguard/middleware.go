@@ -54,7 +54,8 @@ var errHandlerRan = fmt.Errorf("%w: the handler already ran", ErrNotReplayable)
 // carries the attempt's context, from which AddHeaders reaches the response.
 //
 // Options.Key keys each request for the guard's rate limits: by default
-// ByClientIP(), one limit per client address, as in the gateway.
+// ByClientIP(), one limit per client address (an IPv6 client's /64), as
+// in the gateway.
 //
 // A nil g returns handlers unchanged. The middleware is safe for concurrent
 // use.

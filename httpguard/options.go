@@ -20,8 +20,8 @@ type Options struct {
 	// that a ratelimit.Limiter in the guard limits each key on its own (see
 	// ByClientIP, ByHeader and ByPattern). It must be safe for concurrent
 	// use. Nil means ByClientIP() with no trusted proxy: one limit per peer
-	// address, as the gateway's default `key: ip`; to share one limit
-	// among all requests, return a constant. Transport ignores it (a
+	// address (an IPv6 peer's /64), as the gateway's default `key: ip`; to
+	// share one limit among all requests, return a constant. Transport ignores it (a
 	// client's key is its request context's: see ratelimit.WithKey).
 	Key func(*http.Request) string
 

@@ -156,7 +156,8 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 	if adminAddr != nil {
 		admin = adminAddr.String() // the bound address, when the port was 0
 	}
-	log.Info("sluice serving", "listen", ln.Addr().String(), "tls", tlsAddr, "admin", admin, "routes", len(cfg.Routes))
+	log.Info("sluice serving", "listen", ln.Addr().String(), "tls", tlsAddr, "admin", admin, "routes", len(cfg.Routes),
+		"websocket_over_http2", gateway.WebSocketOverHTTP2())
 	if ready != nil {
 		ready(ln.Addr(), adminAddr, g)
 	}

@@ -1,6 +1,10 @@
 package http1
 
-import "bytes"
+import (
+	"bytes"
+	"net/netip"
+	"strconv"
+)
 
 // Edit is a route's change to the header lines of a message on its way.
 type Edit interface {
@@ -31,7 +35,9 @@ type Forward struct {
 	XFF []byte
 	// Trusted says that the client is a trusted proxy: its
 	// X-Forwarded-Host and X-Forwarded-Proto are kept (else the client's
-	// Host and "http", or "https" with HTTPS, are sent).
+	// Host and "http", or "https" with HTTPS, are sent), and its other
+	// X-Forwarded-* headers pass (see ForwardedClaim; else they are
+	// dropped).
 	Trusted bool
 	// HTTPS says that the client came over TLS.
 	HTTPS bool
@@ -65,7 +71,9 @@ var (
 // target (see Forward): its hop-by-hop headers (those the Connection
 // header names included) and Forwarded dropped, X-Forwarded-For, -Host and
 // -Proto, X-Request-Id and the trace context set, Host naming the target,
-// and f's Rewrite and Edit applied. It allocates only to grow dst.
+// Content-Length (where the client's was) written as the body's length in
+// plain digits, and f's Rewrite and Edit applied. It allocates only to
+// grow dst.
 func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 	dst = append(dst, h.method...)
 	dst = append(dst, ' ')
@@ -84,7 +92,18 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 	dst = append(dst, "\r\n"...)
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
-		if !IsHop(k, h.connection) && !EqualName(k, "Host") && !ForwardedHeader(k) && !EqualName(k, "X-Request-Id") &&
+		switch {
+		case EqualName(k, "Content-Length"):
+			// Written afresh: the client's line may hold tabs or leading
+			// zeros, which some parsers do not read as the same length.
+			dst = append(strconv.AppendInt(append(dst, "Content-Length: "...), int64(len(body)), 10), "\r\n"...)
+			b = b[len(line):]
+			continue
+		case !f.Trusted && ForwardedClaim(k):
+			b = b[len(line):]
+			continue
+		}
+		if !IsHop(k, h.connection) && !EqualName(k, "Host") && !ForwardedHeader(k) && !RequestIDHeader(k) &&
 			(f.Traceparent == nil || !EqualName(k, "Traceparent") && !EqualName(k, "Tracestate")) && (f.Edit == nil || !f.Edit.Drops(k)) {
 			dst = append(dst, line...)
 		}
@@ -120,14 +139,57 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 }
 
 // ForwardedHeader reports whether k is one of the X-Forwarded-* headers
-// the gateway sets, or Forwarded (RFC 7239), which it never passes on (as
-// net/http's ReverseProxy): a client's word on who it is, its scheme or
-// its host must not reach the upstream beside the gateway's. A name with
-// '_' for '-' is one of them too (see CGIName): X_Forwarded_For is
-// X-Forwarded-For to a CGI-style server.
+// the gateway sets, or Forwarded (RFC 7239) or X-Real-IP (the client's
+// address as nginx's common configurations send it), which it never
+// passes on (as net/http's ReverseProxy does Forwarded): a client's word
+// on who it is, its scheme or its host must not reach the upstream beside
+// the gateway's. A name with '_' for '-' is one of them too (see
+// CGIName): X_Forwarded_For is X-Forwarded-For to a CGI-style server.
 func ForwardedHeader(k []byte) bool {
 	return CGIName(k, "X-Forwarded-For") || CGIName(k, "X-Forwarded-Host") || CGIName(k, "X-Forwarded-Proto") ||
-		EqualName(k, "Forwarded")
+		EqualName(k, "Forwarded") || CGIName(k, "X-Real-IP")
+}
+
+// ForwardedClaim reports whether k is an X-Forwarded-* header other than
+// the three the gateway sets (see ForwardedHeader), in any case and with
+// '_' for '-': X-Forwarded-Port, -Prefix, -Ssl, -Server and the like,
+// which frameworks read beside -Host and -Proto to build the links they
+// send. The gateway passes them from a trusted proxy only.
+func ForwardedClaim(k []byte) bool {
+	const prefix = "X-Forwarded-"
+	return len(k) > len(prefix) && CGIName(k[:len(prefix)], prefix) && !ForwardedHeader(k)
+}
+
+// ForwardedAddr reads one entry of an X-Forwarded-For list (surrounding
+// spaces and tabs aside): an IP address ("192.0.2.1", "2001:db8::1"), or
+// one with the port some proxies write ("192.0.2.1:4711",
+// "[2001:db8::1]:4711", "[2001:db8::1]"). An IPv4 address mapped into IPv6
+// is unmapped. It reports false for any other entry: "unknown", an
+// obfuscated node (RFC 7239 section 6.3), a name, a port past 65535.
+func ForwardedAddr(entry []byte) (netip.Addr, bool) {
+	s := string(TrimSpace(entry))
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		if ap, perr := netip.ParseAddrPort(s); perr == nil {
+			a, err = ap.Addr(), nil
+		} else if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+			if a, err = netip.ParseAddr(s[1 : len(s)-1]); err == nil && !a.Is6() {
+				err = perr // "[192.0.2.1]" is no entry
+			}
+		}
+	}
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
+
+// RequestIDHeader reports whether k is X-Request-Id, which the gateway
+// sends in place of the client's, under any name a CGI-style server reads
+// as it (see CGIName): X_Request_Id beside the gateway's X-Request-Id would
+// give such a server the client's id, whichever line it takes.
+func RequestIDHeader(k []byte) bool {
+	return CGIName(k, "X-Request-Id")
 }
 
 // nextLine splits the first line off header lines that HeaderLine

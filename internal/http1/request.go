@@ -20,6 +20,7 @@ type Request struct {
 	requestID   []byte // X-Request-Id
 	connection  []byte // the Connection header's value
 	idemKey     bool   // an Idempotency-Key header is present
+	fwdClaim    bool   // another X-Forwarded-* header is present (ForwardedClaim)
 	cl          int    // Content-Length; 0 when absent
 	lines       []byte // the header lines, each ending in CRLF
 }
@@ -33,7 +34,8 @@ type Request struct {
 // exactly one Host (a host name or address and a port: fasthttp reads the
 // target through it), at most one Content-Length (digits only) and one
 // Connection, X-Forwarded-For, -Host and -Proto and X-Request-Id, no
-// Transfer-Encoding, Expect or Upgrade, and header lines of a token, a
+// Transfer-Encoding, Expect or Upgrade (nor Transfer_Encoding or
+// Content_Length), and header lines of a token, a
 // colon and a value without control characters but tabs, each ending in
 // CRLF (no folded lines).
 func ParseRequest(b []byte, h *Request) bool {
@@ -76,6 +78,10 @@ func ParseRequest(b []byte, h *Request) bool {
 			h.idemKey = true
 		case EqualName(name, "Transfer-Encoding"), EqualName(name, "Expect"), EqualName(name, "Upgrade"):
 			return false
+		case ForwardedClaim(name):
+			h.fwdClaim = true
+		case CGIName(name, "Content-Length"), CGIName(name, "Transfer-Encoding"):
+			return false // with '_' (RefusedHead refuses it)
 		}
 		return true
 	})
@@ -107,9 +113,11 @@ func (h *Request) XForwardedFor() []byte { return h.xff }
 func (h *Request) RequestID() []byte { return h.requestID }
 
 // ClaimsForwarded reports whether the request has an X-Forwarded-Host or
-// X-Forwarded-Proto header (which AppendRequest keeps only from a trusted
-// proxy).
-func (h *Request) ClaimsForwarded() bool { return len(h.fwdHost) > 0 || len(h.fwdProto) > 0 }
+// X-Forwarded-Proto header, or another X-Forwarded-* (ForwardedClaim),
+// which AppendRequest keeps only from a trusted proxy.
+func (h *Request) ClaimsForwarded() bool {
+	return len(h.fwdHost) > 0 || len(h.fwdProto) > 0 || h.fwdClaim
+}
 
 // ContentLength returns the request's Content-Length; 0 without one.
 func (h *Request) ContentLength() int { return h.cl }

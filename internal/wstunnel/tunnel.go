@@ -115,6 +115,9 @@ func (t *Tunnel) Run() Stats {
 	}()
 	t.carry(&t.up, t.client, t.upstream, ClientClosed, UpstreamWrite)
 	wg.Wait()
+	// Both copies may have stopped on GoAway's close frames before GoAway
+	// records the end: wait for it (end runs once on every path).
+	<-t.done
 	s := t.stats
 	s.Up, s.Down = t.up.n.Load(), t.down.n.Load()
 	return s

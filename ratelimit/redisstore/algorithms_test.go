@@ -347,6 +347,17 @@ func TestConstructorsNameEveryBadOption(t *testing.T) {
 			_, err := DialClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:1"}}, Options{OpenDuration: -1, Timeout: -1})
 			return err
 		}, []string{"OpenDuration is -1ns", "Timeout is -1ns"}},
+		// A prefix with ':' would share keys with another prefix ("a"
+		// with key "b:k" and "a:b" with key "k" are both {a:b:k}); one
+		// with a brace would move the Cluster hash tag.
+		{"Prefix", func() error {
+			_, err := New(nil, Options{Prefix: "a:b"})
+			return err
+		}, []string{"client is nil", `Prefix "a:b" has ':', '{' or '}'`}},
+		{"Prefix with braces", func() error {
+			_, err := Dial(nil, Options{Prefix: "a}{"})
+			return err
+		}, []string{"no Redis address", `Prefix "a}{" has ':', '{' or '}'`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

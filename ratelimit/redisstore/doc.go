@@ -59,12 +59,13 @@
 // # Keys
 //
 // The key for a limit key K is {Prefix:K}:suffix, the suffix naming the
-// algorithm (tb, gcra, lb, fw, log, sw). The braces are a Cluster hash tag:
-// everything one decision touches is in one slot, so the store works on
-// Redis Cluster (TestCluster runs three masters) as on one server. Each key
-// is given an expiry (PEXPIRE) at the instant its quota is full again (for
-// the windows: when its counts no longer weigh), so an idle key disappears
-// and a missing key means a full quota.
+// algorithm (tb, gcra, lb, fw, log, sw). The prefix has no ':' or brace,
+// so stores of different prefixes never share a key. The braces are a
+// Cluster hash tag: everything one decision touches is in one slot, so the
+// store works on Redis Cluster (TestCluster runs three masters) as on one
+// server. Each key is given an expiry (PEXPIRE) at the instant its quota
+// is full again (for the windows: when its counts no longer weigh), so an
+// idle key disappears and a missing key means a full quota.
 //
 // # When Redis cannot answer
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,8 +60,9 @@ var ErrInvalidOptions = invalid.Sentinel("redisstore: invalid options")
 // Options configures a Store. The zero value is usable (fail open, 50ms per
 // call, keys under "sluice").
 type Options struct {
-	// Prefix starts every key, as {Prefix:key}:suffix. Empty means
-	// DefaultPrefix.
+	// Prefix starts every key, as {Prefix:key}:suffix, so that stores of
+	// different prefixes never share a key. It has no ':', '{' or '}'.
+	// Empty means DefaultPrefix.
 	Prefix string
 	// Timeout bounds each call to Redis, on Clock. Zero means
 	// DefaultTimeout; negative is invalid. A call that runs out counts as a
@@ -165,6 +167,12 @@ func (o Options) check(ps *invalid.Problems) {
 	}
 	if o.OpenDuration < 0 {
 		ps.Addf("OpenDuration is %v, want 0 or more", o.OpenDuration)
+	}
+	if strings.ContainsAny(o.Prefix, ":{}") {
+		// {Prefix:key} must name one prefix and one key: a prefix "a"
+		// with the key "b:k" would share "a:b"'s key "k", and a brace
+		// would end the Cluster hash tag early.
+		ps.Addf("Prefix %q has ':', '{' or '}'", o.Prefix)
 	}
 	switch o.OnError {
 	case FailOpen, FailClosed:
