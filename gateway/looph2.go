@@ -221,7 +221,7 @@ func (h *loopH2) Serve(s *h2loop.Stream) {
 		return
 	}
 	rt, ambiguous := state.route(&cc.head)
-	if ambiguous || (rt != nil && !rt.loop) || (srv.MaxBodyBytes > 0 && len(cc.body) > srv.MaxBodyBytes) {
+	if ambiguous != "" || (rt != nil && !rt.loop) || (srv.MaxBodyBytes > 0 && len(cc.body) > srv.MaxBodyBytes) {
 		h.refuse(st)
 		return
 	}
