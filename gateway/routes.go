@@ -124,21 +124,36 @@ func (p paramless) Path() []byte { return p.path }
 
 // withoutParams returns path with each segment's parameters (from a ';'
 // to the segment's end) removed, as servlet containers read a path
-// (Tomcat serves /admin;x/users as /admin/users).
+// (Tomcat serves /admin;x/users as /admin/users), and then normalized as
+// they normalize it: empty and "." segments dropped, ".." removing the
+// segment before it (/x/..;/admin and /;x/admin are /admin there).
 func withoutParams(path []byte) []byte {
 	out := make([]byte, 0, len(path))
+	dir := false // the last segment names a directory: the path ends in '/'
 	for len(path) > 0 {
-		i := bytes.IndexByte(path, ';')
-		if i < 0 {
-			return append(out, path...)
+		if path[0] == '/' {
+			path = path[1:]
 		}
-		out = append(out, path[:i]...)
-		path = path[i:]
+		seg := path
 		if j := bytes.IndexByte(path, '/'); j >= 0 {
-			path = path[j:]
+			seg, path = path[:j], path[j:]
 		} else {
 			path = nil
 		}
+		if i := bytes.IndexByte(seg, ';'); i >= 0 {
+			seg = seg[:i]
+		}
+		switch string(seg) {
+		case "", ".":
+			dir = true
+		case "..":
+			out, dir = out[:max(bytes.LastIndexByte(out, '/'), 0)], true
+		default:
+			out, dir = append(append(out, '/'), seg...), false
+		}
+	}
+	if dir || len(out) == 0 {
+		out = append(out, '/')
 	}
 	return out
 }

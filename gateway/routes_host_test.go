@@ -59,7 +59,8 @@ routes:
 // servlet containers drop: Tomcat serves /admin;x/users as /admin/users)
 // would choose another route than the path without them is refused (400
 // ambiguous_path), and that one they do not change is served. (/admin;x/users
-// went through the catch-all route's policies.)
+// went through the catch-all route's policies, and so did /x/..;/admin/users
+// and /;x/admin/users, whose path without parameters was not normalized.)
 func TestPathParametersCannotBypassRoutes(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		for _, proto := range []string{"h1", "h2c"} {
@@ -89,6 +90,16 @@ routes:
 					{"/admin/;x/users", 200},
 					{"/free;x/users", 200}, // the catch-all either way
 					{"/admin/users", 200},
+					// Without their parameters these hold a dot segment or an
+					// empty one, which servlet containers then resolve: all
+					// are /admin/users there.
+					{"/x/..;/admin/users", 400},
+					{"/x/..;y/admin/users", 400},
+					{"/.;/admin/users", 400},
+					{"/;x/admin/users", 400},
+					{"/x;y/../admin/users", 200},  // the admin route either way
+					{"/free/..;/free/users", 200}, // the catch-all either way
+					{"/admin/x/..;/users", 200},   // the admin route either way
 				} {
 					r := do(t, c, "GET", gw.URL+s.path, nil, nil)
 					if r.Code != s.code {
