@@ -81,7 +81,9 @@ type loop struct {
 	bw    *bufio.Writer // serializes messages into out
 	idle  map[*target][]*upConn
 	conns map[*clientConn]struct{}
-	plain [][]byte // buffers for TLS plaintext, free (see loopTLS.settle)
+	plain [][]byte             // buffers for TLS plaintext, free (see loopTLS.settle)
+	h2    map[*loopH2]struct{} // h2c connections (server.http2.loops)
+	h2Out []*loopH2            // h2c connections with answers to send (see loopH2.later)
 }
 
 // sliceWriter collects what is written to it.
@@ -199,7 +201,7 @@ func (e *loopEngine) loopOf(c gnet.Conn) *loop {
 	defer e.mu.Unlock()
 	l := e.loops[el]
 	if l == nil {
-		l = &loop{e: e, el: el, idle: map[*target][]*upConn{}, conns: map[*clientConn]struct{}{}}
+		l = &loop{e: e, el: el, idle: map[*target][]*upConn{}, conns: map[*clientConn]struct{}{}, h2: map[*loopH2]struct{}{}}
 		l.br = bufio.NewReaderSize(&l.rd, 4096)
 		l.bw = bufio.NewWriterSize(&l.out, 4096)
 		e.loops[el] = l
@@ -208,12 +210,16 @@ func (e *loopEngine) loopOf(c gnet.Conn) *loop {
 }
 
 // closeIdle closes the loop's client connections that wait for a request,
-// for a shutdown; busy ones close after their response.
+// for a shutdown; busy ones close after their response, and h2c ones after
+// their streams (GOAWAY).
 func (l *loop) closeIdle() {
 	for cc := range l.conns {
 		if cc.state == stateIdle && cc.c.InboundBuffered() == 0 {
 			_ = cc.c.Close()
 		}
+	}
+	for h := range l.h2 {
+		h.drain()
 	}
 }
 
@@ -272,6 +278,8 @@ func (e *loopEngine) OnTraffic(c gnet.Conn) gnet.Action {
 		return v.serve()
 	case *upConn:
 		return v.traffic()
+	case *loopH2:
+		return v.traffic()
 	}
 	return gnet.Close
 }
@@ -281,6 +289,8 @@ func (e *loopEngine) OnClose(c gnet.Conn, err error) gnet.Action {
 	case *clientConn:
 		v.closed(err)
 	case *upConn:
+		v.closed()
+	case *loopH2:
 		v.closed()
 	}
 	return gnet.None

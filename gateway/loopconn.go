@@ -76,6 +76,7 @@ type clientConn struct {
 	// timer, due at wakeAt, brings the loop back to check it.
 	deadline  time.Time
 	reading   bool      // part of a request has arrived
+	served    bool      // a request has arrived: HTTP/2's preface can no longer come
 	readStart time.Time // when it began to
 	wake      *time.Timer
 	wakeAt    time.Time
@@ -234,6 +235,12 @@ func (cc *clientConn) serve() gnet.Action {
 			cc.reading, cc.readStart = true, now
 			cc.setDeadline(now.Add(srv.ReadHeaderTimeout.D()))
 		}
+		if srv.HTTP2.Loops && cc.tls == nil && !cc.served && isH2CPreface(buf) {
+			if len(buf) < len(h2cPreface) {
+				return gnet.None
+			}
+			return cc.serveH2()
+		}
 		hlen := bytes.Index(buf, crlf2) + 4
 		if hlen < 4 {
 			if len(buf) > srv.MaxHeaderBytes || bytes.Contains(buf, lf2) || notHTTP11Line(buf) {
@@ -265,7 +272,7 @@ func (cc *clientConn) serve() gnet.Action {
 		cc.in = append(cc.in, buf[hlen:hlen+h.ContentLength()]...)
 		cc.body = cc.in[hlen:]
 		_, _ = c.Discard(hlen + h.ContentLength())
-		cc.reading = false
+		cc.reading, cc.served = false, true
 		cc.begin(st, rt, now)
 	}
 }

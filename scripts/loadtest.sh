@@ -24,6 +24,23 @@
 #   H2CEILING=1 scripts/loadtest.sh       # also HTTP/2 rounds beside net/http's own ceilings
 #   ONLY=tls scripts/loadtest.sh   # the TLS rounds alone (no plaintext ones)
 #   H2=0 scripts/loadtest.sh       # the TLS rounds without HTTP/2 (h2load)
+#   H2C=1 scripts/loadtest.sh      # also h2c rounds: nginx, sluice, sluice with server.http2.loops
+#   ONLY=h2c H2C=1 scripts/loadtest.sh    # the h2c rounds alone
+#
+# With H2C=1, HTTP/2 without TLS (prior knowledge, h2load's default for
+# http:// URLs) is measured in rounds of its own, interleaved: nginx
+# (listen ... http2 on a plaintext port, with reuseport: without it one of
+# its workers took most of h2load's few connections, where the loops take
+# turns), sluice (whose plaintext listener
+# hands h2c to net/http's HTTP/2 server) and sluice-h2loops, the same
+# gateway with h2c served on its event loops (server.http2.loops, an
+# experiment), each at saturation with h2load as the TLS rounds run it,
+# then in the same rounds over a fixed H2N requests (default 40000), where
+# the CPU time the proxy's processes spent (user and system, from /proc;
+# nginx's workers) is counted: CPU per request depends less on what else
+# the machine runs than requests per second do. PERF=1 adds a CPU profile
+# of sluice-h2loops (perf record during a saturated run after the rounds;
+# the share of kernel and user time, and the gateway's top symbols).
 #
 # Then, unless TLS=0, nginx and sluice (the default engine's gateway) each
 # terminate TLS with the same certificate (a self-signed ECDSA P-256 one,
@@ -87,6 +104,7 @@ UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_
 SLG=$(free_port); ADMG=$(free_port); SLB=$(free_port); ADMB=$(free_port)
 SLT1=$(free_port); ADMT1=$(free_port); SLT100=$(free_port); ADMT100=$(free_port); OTLP=$(free_port)
 NGXS=$(free_port); SLS=$(free_port); SLBS=$(free_port)
+NGXC=$(free_port); SLC=$(free_port); ADMC=$(free_port)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
 	-addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
@@ -118,6 +136,11 @@ http {
     keepalive_requests 1000000;
     location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
   }
+  server {
+    listen 127.0.0.1:$NGXC http2 reuseport;
+    keepalive_requests 1000000;
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
 }
 NGINX
 nginx -c "$work/upstream.conf"
@@ -143,6 +166,9 @@ YAML
 sed -e "s/^listen: .*/listen: 127.0.0.1:$SLG/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMG}/" -e "/^tls: /d" \
 	-e "s/^log: .*/&\nserver: {engine: goroutine}/" "$work/sluice.yaml" >"$work/sluice-goroutine.yaml"
 go build -o "$work/sluice" ./cmd/sluice
+# The same gateway with h2c on its event loops (server.http2.loops).
+sed -e "s/^listen: .*/listen: 127.0.0.1:$SLC/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMC}/" -e "/^tls: /d" \
+	-e "s/^log: .*/&\nserver: {http2: {loops: true}}/" "$work/sluice.yaml" >"$work/sluice-h2loops.yaml"
 if [ -n "${TRACING:-}" ]; then
 	for t in "1 0.01 $SLT1 $ADMT1" "100 1.0 $SLT100 $ADMT100"; do
 		set -- $t
@@ -159,7 +185,12 @@ if [ -n "${BASELINE:-}" ]; then
 fi
 (cd bench && go build -o "$work/reverseproxy" ./cmd/reverseproxy && go build -o "$work/fasthttpproxy" ./cmd/fasthttpproxy && go build -o "$work/gnetproxy" ./cmd/gnetproxy && go build -o "$work/fixedrate" ./cmd/fixedrate && go build -o "$work/otlpsink" ./cmd/otlpsink)
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
+sluice_pid=$!
 "$work/sluice" serve --config "$work/sluice-goroutine.yaml" --watch=false 2>"$work/sluice-goroutine.log" & pids+=($!)
+if [ -n "${H2C:-}" ]; then
+	"$work/sluice" serve --config "$work/sluice-h2loops.yaml" --watch=false 2>"$work/sluice-h2loops.log" & pids+=($!)
+	h2loops_pid=$!
+fi
 if [ -n "${BASELINE:-}" ]; then
 	"$work/sluice-baseline" serve --config "$work/sluice-baseline.yaml" --watch=false 2>"$work/sluice-baseline.log" & pids+=($!)
 fi
@@ -213,7 +244,7 @@ viewing() {
 results="$work/results"
 # Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
-	[ "$ONLY" = tls ] && break
+	[ -n "$ONLY" ] && break
 	for name in $names; do
 		out=$(viewing "$name" wrk -t1 -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$(port_of "$name")/")
 		r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
@@ -223,7 +254,7 @@ for round in $(seq "$ROUNDS"); do
 done
 # Latency at a fixed rate every proxy can carry (open loop).
 for round in $(seq "$ROUNDS"); do
-	[ "$ONLY" = tls ] && break
+	[ -n "$ONLY" ] && break
 	for name in $names; do
 		out=$(viewing "$name" "$work/fixedrate" -url "http://127.0.0.1:$(port_of "$name")/" -rate "$RATE" -duration "$DURATION" -conns "$CONNS")
 		r=$(echo "$out" | awk '{print $2}' | tr -d /s)
@@ -232,7 +263,7 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 # TLS: the same certificate and upstream behind nginx and sluice.
-if [ "$TLS" != 0 ]; then
+if [ "$TLS" != 0 ] && [ "$ONLY" != h2c ]; then
 	tls_port() { case $1 in nginx) echo "$NGXS" ;; sluice) echo "$SLS" ;; sluice-baseline) echo "$SLBS" ;; esac; }
 	for port in $NGXS $SLS ${BASELINE:+$SLBS}; do
 		for _ in $(seq 50); do curl -fsk -o /dev/null "https://127.0.0.1:$port/" && break; sleep 0.1; done
@@ -278,6 +309,50 @@ if [ -n "${H2CEILING:-}" ] && [ "$TLS" != 0 ]; then
 	done
 fi
 
+# h2c (H2C=1): HTTP/2 without TLS, prior knowledge.
+if [ -n "${H2C:-}" ]; then
+	h2c_port() { case $1 in nginx) echo "$NGXC" ;; sluice) echo "$SL" ;; sluice-h2loops) echo "$SLC" ;; esac; }
+	hz=$(getconf CLK_TCK)
+	# cpu_ticks NAME prints the user and system time, in clock ticks, that
+	# the processes serving NAME have spent (nginx: its workers).
+	cpu_ticks() {
+		local ps
+		case $1 in
+		nginx) ps=$(pgrep -P "$(cat "$work/nginx.pid")") ;;
+		sluice) ps=$sluice_pid ;;
+		sluice-h2loops) ps=$h2loops_pid ;;
+		esac
+		for p in $ps; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s}'
+	}
+	for port in $SLC; do
+		for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+	done
+	for round in $(seq "$ROUNDS"); do
+		for name in nginx sluice sluice-h2loops; do
+			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "http://127.0.0.1:$(h2c_port "$name")/")
+			if ! echo "$out" | grep -q " 0 failed, 0 errored"; then
+				echo "$out" | grep -E "requests:|status codes:" >&2
+			fi
+			r=$(echo "$out" | awk '/^finished in/ {print $4}')
+			p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
+			echo "h2c $name $r $p" | tee -a "$results" >&2
+			before=$(cpu_ticks "$name")
+			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -n"${H2N:-40000}" "http://127.0.0.1:$(h2c_port "$name")/")
+			after=$(cpu_ticks "$name")
+			done_=$(echo "$out" | awk '/^requests:/ {print $8}')
+			echo "h2c-cpu $name $(( (after - before) * 1000 * 1000 / hz / done_ )) 0" | tee -a "$results" >&2
+		done
+	done
+	if [ -n "${PERF:-}" ]; then # a run of its own, after the rounds
+		perf record -q -g -o "$work/perf.data" -p "$h2loops_pid" -- sleep "${DURATION%s}" >/dev/null 2>&1 & prof=$!
+		h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "http://127.0.0.1:$SLC/" >/dev/null
+		wait "$prof" || true
+		echo "CPU profile of sluice-h2loops under h2load (perf report, self time):"
+		perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -5 || true
+		perf report -i "$work/perf.data" --no-children --dsos sluice --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -30 || true
+	fi
+fi
+
 python3 - "$results" "$RATE" <<'PY'
 import collections, statistics, sys
 def ms(v):
@@ -292,7 +367,8 @@ for line in open(sys.argv[1]):
 label = {"nginx": "nginx", "sluice": "sluice", "sluice-dashboard": "sluice, dashboard open",
          "sluice-trace-0.01": "sluice, tracing 0.01", "sluice-trace-1": "sluice, tracing 1.0", "sluice-baseline": "sluice at BASELINE", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
          "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
-label.update({"h2hello": "net/http HTTP/2, no proxy", "h2proxy": "net/http HTTP/2, least proxy"})
+label.update({"h2hello": "net/http HTTP/2, no proxy", "h2proxy": "net/http HTTP/2, least proxy",
+              "sluice-h2loops": "sluice, h2c on the loops"})
 def ratio(xs, base):
     # The median over rounds of each round's ratio to nginx's in the same
     # round, and their range: a round's proxies run one after the other,
@@ -301,9 +377,22 @@ def ratio(xs, base):
     if not rs:
         return "-"
     return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})"
+cpu = collections.defaultdict(list)
+for (phase, name), rs in runs.items():
+    if phase == "h2c-cpu":
+        cpu[name] = [r for r, _ in rs]
+if cpu:
+    print("\nh2c CPU time per 1000 requests (ms, user and system, the proxy's processes): median (range) of the rounds; ratio to nginx by round")
+    for name in ("nginx", "sluice", "sluice-h2loops"):
+        if cpu[name]:
+            print(f"{label[name]:26} {statistics.median(cpu[name]):8.0f} ({min(cpu[name]):.0f}-{max(cpu[name]):.0f}) {ratio(cpu[name], cpu['nginx']):>20}")
+h2c = {name: [r for r, _ in runs["h2c", name]] for name in ("sluice", "sluice-h2loops")}
+if h2c["sluice"] and h2c["sluice-h2loops"]:
+    print(f"\nh2c on the loops vs net/http's h2c, same build, req/s: {ratio(h2c['sluice-h2loops'], h2c['sluice'])}")
 for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)"),
                      ("https", "HTTPS, HTTP/1.1 keep-alive, saturation (wrk)"), ("h2", "HTTP/2 over TLS, saturation (h2load; latency: mean)"),
-                     ("h2ceiling", "HTTP/2 over TLS beside net/http's ceilings (h2load; latency: mean)")):
+                     ("h2ceiling", "HTTP/2 over TLS beside net/http's ceilings (h2load; latency: mean)"),
+                     ("h2c", "h2c, prior knowledge, saturation (h2load; latency: mean)")):
     if not any(p == phase for p, _ in runs):
         continue
     print(f"\n{title}: medians; ratios to nginx: median (range) of the rounds' ratios")

@@ -1,0 +1,475 @@
+package h2loop
+
+import (
+	"bytes"
+	"errors"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Preface is what an HTTP/2 client sends first (RFC 9113 section 3.4).
+const Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// maxFrame is the largest frame the connection reads
+// (SETTINGS_MAX_FRAME_SIZE, left at its initial value).
+const maxFrame = 16384
+
+// maxWindow is the largest flow-control window (RFC 9113 section 6.9.1).
+const maxWindow = 1<<31 - 1
+
+// frameHeaderLen is the length of a frame's header.
+const frameHeaderLen = 9
+
+// Handler serves the requests of a connection, on the goroutine that
+// feeds it.
+type Handler interface {
+	// Serve is called once a stream's request has arrived whole: its
+	// headers, its body and its trailers if any. The handler answers it
+	// with Conn.Respond or Conn.Reset, at once or later.
+	Serve(s *Stream)
+	// Cancel is called when a stream handed to Serve ends before its
+	// answer: the client reset it, or the connection ended (Conn.Close).
+	// The stream takes no answer after it.
+	Cancel(s *Stream)
+}
+
+// Conn is the server side of one HTTP/2 connection. See the package
+// documentation.
+type Conn struct {
+	cfg Config
+	h   Handler
+	fr  *http2.Framer
+	rd  bytes.Reader // one whole frame, for fr
+	out bytes.Buffer // what is to be sent, written by fr
+
+	dec    *hpack.Decoder
+	enc    *hpack.Encoder
+	encBuf bytes.Buffer
+	hb     headerBlock // the header block being read
+
+	preface  bool // the client's preface has arrived
+	settings bool // and its SETTINGS
+	streams  map[uint32]*Stream
+	maxID    uint32 // the highest stream id the client used
+
+	peerWindow   int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMaxFrame uint32 // the client's SETTINGS_MAX_FRAME_SIZE
+	sendWindow   int64  // the connection's window for DATA to the client
+	recvWindow   int64  // what the client may still send on the connection
+	recvTaken    int64  // bytes received and not yet given back
+
+	blocked      []*Stream // streams whose DATA waits for a window, oldest first
+	blockedBytes int
+
+	ready []*Stream // requests arrived whole during Feed, served at its end
+
+	resets    int // client resets of streams not yet answered, net of answers
+	control   int // control frames since the last request
+	emptyData int // empty DATA frames since the last request
+
+	goingAway bool // GOAWAY sent or received: no new stream
+	closed    bool // a connection error: nothing more is read
+	err       error
+}
+
+// NewConn returns a connection served by h, whose server preface (its
+// SETTINGS and the connection's window) is already in Output.
+func NewConn(cfg Config, h Handler) (*Conn, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{
+		cfg:          cfg,
+		h:            h,
+		streams:      map[uint32]*Stream{},
+		peerWindow:   65535,
+		peerMaxFrame: maxFrame,
+		sendWindow:   65535,
+		recvWindow:   int64(cfg.ConnWindow),
+	}
+	c.fr = http2.NewFramer(&c.out, &c.rd)
+	c.fr.SetMaxReadFrameSize(maxFrame)
+	c.fr.SetReuseFrames()
+	c.dec = hpack.NewDecoder(4096, c.emit)
+	c.dec.SetMaxStringLength(cfg.MaxHeaderListSize)
+	c.enc = hpack.NewEncoder(&c.encBuf)
+	_ = c.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: uint32(cfg.MaxConcurrentStreams)},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(cfg.StreamWindow)},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(cfg.MaxHeaderListSize)},
+	)
+	if cfg.ConnWindow > 65535 {
+		_ = c.fr.WriteWindowUpdate(0, uint32(cfg.ConnWindow-65535))
+	}
+	return c, nil
+}
+
+// Output returns the bytes to send to the client; Sent says they went.
+func (c *Conn) Output() []byte { return c.out.Bytes() }
+
+// Sent drops the bytes Output returned.
+func (c *Conn) Sent() {
+	c.out.Reset()
+	if c.out.Cap() > 256<<10 {
+		c.out = bytes.Buffer{} // do not keep a burst's buffer
+	}
+}
+
+// Closed reports whether the connection is to close once its output is
+// sent: it failed (see Err), or it went away (Shutdown or the client's
+// GOAWAY) and its last stream ended.
+func (c *Conn) Closed() bool {
+	return c.closed || (c.goingAway && len(c.streams) == 0)
+}
+
+// Err returns the connection error that ended the connection, an
+// http2.ConnectionError; nil when it has none.
+func (c *Conn) Err() error { return c.err }
+
+// Active returns how many streams are open.
+func (c *Conn) Active() int { return len(c.streams) }
+
+// BlockedBytes returns the response bytes that flow control holds back.
+func (c *Conn) BlockedBytes() int { return c.blockedBytes }
+
+// Shutdown sends GOAWAY: the streams open go on, no new one is served, and
+// the connection is Closed once they end.
+func (c *Conn) Shutdown() {
+	if c.goingAway || c.closed {
+		return
+	}
+	c.goingAway = true
+	_ = c.fr.WriteGoAway(c.maxID, http2.ErrCodeNo, nil)
+}
+
+// Close ends the connection, whose transport closed: the streams handed
+// to Serve and not answered are cancelled.
+func (c *Conn) Close() {
+	c.closed = true
+	for id, s := range c.streams {
+		delete(c.streams, id)
+		s.end()
+		if s.served && !s.answered {
+			c.h.Cancel(s)
+		}
+	}
+	c.blocked, c.blockedBytes, c.ready = nil, 0, nil
+}
+
+// Feed reads the whole frames at the start of b and returns how many bytes
+// it read; the caller keeps the rest for the next call, with the bytes
+// that follow. Requests that arrived whole are then handed to the
+// handler. After a connection error the connection reads nothing more:
+// GOAWAY is in Output, and Closed reports true.
+func (c *Conn) Feed(b []byte) int {
+	n := 0
+	if !c.preface {
+		k := min(len(b), len(Preface))
+		if string(b[:k]) != Preface[:k] {
+			c.fail(http2.ErrCodeProtocol, "no preface")
+			return 0
+		}
+		if k < len(Preface) {
+			return 0
+		}
+		c.preface, n = true, len(Preface)
+	}
+	for !c.closed && len(b)-n >= frameHeaderLen {
+		h := b[n:]
+		length := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
+		if length > maxFrame {
+			c.fail(http2.ErrCodeFrameSize, "frame too large")
+			break
+		}
+		if len(h) < frameHeaderLen+length {
+			break
+		}
+		c.rd.Reset(h[:frameHeaderLen+length])
+		n += frameHeaderLen + length
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			c.readError(h[3], err)
+			continue
+		}
+		c.frame(f)
+	}
+	c.serveReady()
+	return n
+}
+
+// serveReady hands the requests that arrived whole to the handler, but
+// for those the client reset meanwhile.
+func (c *Conn) serveReady() {
+	for i, s := range c.ready {
+		c.ready[i] = nil
+		if s.state == stateClosed || c.closed {
+			continue
+		}
+		s.served = true
+		c.h.Serve(s)
+	}
+	c.ready = c.ready[:0]
+}
+
+// readError handles an error of the Framer reading a frame of type typ.
+func (c *Conn) readError(typ byte, err error) {
+	var se http2.StreamError
+	var ce http2.ConnectionError
+	switch {
+	case errors.As(err, &se) && http2.FrameType(typ) == http2.FrameWindowUpdate:
+		c.resetStream(se.StreamID, se.Code)
+	case errors.As(err, &se):
+		// A HEADERS frame's padding: its header block is lost for the
+		// decoder, which the connection shares.
+		c.fail(se.Code, "bad frame")
+	case errors.As(err, &ce):
+		c.fail(http2.ErrCode(ce), "bad frame")
+	default:
+		c.fail(http2.ErrCodeProtocol, err.Error())
+	}
+}
+
+// fail ends the connection with GOAWAY code.
+func (c *Conn) fail(code http2.ErrCode, reason string) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.err = http2.ConnectionError(code)
+	_ = c.fr.WriteGoAway(c.maxID, code, []byte(reason))
+	c.Close()
+}
+
+// calm ends the connection of a client past one of its bounds.
+func (c *Conn) calm(reason string) { c.fail(http2.ErrCodeEnhanceYourCalm, reason) }
+
+// frame handles frame f.
+func (c *Conn) frame(f http2.Frame) {
+	if !c.settings {
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok || sf.IsAck() {
+			c.fail(http2.ErrCodeProtocol, "no SETTINGS after the preface")
+			return
+		}
+		c.settings = true
+	}
+	switch f := f.(type) {
+	case *http2.HeadersFrame:
+		c.headers(f)
+	case *http2.ContinuationFrame:
+		c.continuation(f)
+	case *http2.DataFrame:
+		c.data(f)
+	case *http2.SettingsFrame:
+		c.settingsFrame(f)
+	case *http2.PingFrame:
+		if c.controlled() && !f.IsAck() {
+			_ = c.fr.WritePing(true, f.Data)
+		}
+	case *http2.WindowUpdateFrame:
+		c.windowUpdate(f)
+	case *http2.RSTStreamFrame:
+		c.rstStream(f)
+	case *http2.GoAwayFrame:
+		c.goingAway = true
+	case *http2.PriorityFrame:
+		if c.controlled() && f.StreamDep == f.StreamID {
+			c.resetStream(f.StreamID, http2.ErrCodeProtocol)
+		}
+	case *http2.PushPromiseFrame:
+		c.fail(http2.ErrCodeProtocol, "PUSH_PROMISE from a client")
+	default:
+		c.controlled()
+	}
+}
+
+// controlled counts a control frame, and reports false when it is one too
+// many: the connection then ends.
+func (c *Conn) controlled() bool {
+	c.control++
+	if c.control > c.cfg.MaxControlFrames {
+		c.calm("too many control frames")
+		return false
+	}
+	return true
+}
+
+// settingsFrame applies the client's settings and acknowledges them.
+func (c *Conn) settingsFrame(f *http2.SettingsFrame) {
+	if f.IsAck() || !c.controlled() {
+		return
+	}
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingInitialWindowSize:
+			delta := int64(s.Val) - c.peerWindow
+			c.peerWindow = int64(s.Val)
+			for _, st := range c.streams {
+				st.sendWindow += delta
+				if st.sendWindow > maxWindow {
+					return http2.ConnectionError(http2.ErrCodeFlowControl)
+				}
+			}
+		case http2.SettingMaxFrameSize:
+			c.peerMaxFrame = s.Val
+		case http2.SettingHeaderTableSize:
+			c.enc.SetMaxDynamicTableSizeLimit(s.Val)
+		}
+		return nil
+	})
+	var ce http2.ConnectionError
+	if errors.As(err, &ce) {
+		c.fail(http2.ErrCode(ce), "bad setting")
+		return
+	}
+	_ = c.fr.WriteSettingsAck()
+	c.sendBlocked()
+}
+
+// windowUpdate opens the connection's or a stream's window to the client.
+func (c *Conn) windowUpdate(f *http2.WindowUpdateFrame) {
+	inc := int64(f.Increment)
+	if f.StreamID == 0 {
+		c.sendWindow += inc
+		if c.sendWindow > maxWindow {
+			c.fail(http2.ErrCodeFlowControl, "window overflow")
+			return
+		}
+		c.sendBlocked()
+		return
+	}
+	s := c.streams[f.StreamID]
+	if s == nil {
+		if f.StreamID > c.maxID {
+			c.fail(http2.ErrCodeProtocol, "WINDOW_UPDATE on an idle stream")
+		}
+		return // a closed stream's
+	}
+	s.sendWindow += inc
+	if s.sendWindow > maxWindow {
+		c.resetStream(s.ID, http2.ErrCodeFlowControl)
+		return
+	}
+	c.sendBlocked()
+}
+
+// rstStream ends a stream the client reset.
+func (c *Conn) rstStream(f *http2.RSTStreamFrame) {
+	if f.StreamID > c.maxID {
+		c.fail(http2.ErrCodeProtocol, "RST_STREAM on an idle stream")
+		return
+	}
+	s := c.streams[f.StreamID]
+	if s == nil {
+		return
+	}
+	c.closeStream(s)
+	c.resets++
+	if s.served && !s.answered {
+		c.h.Cancel(s)
+	}
+	if c.resets > c.cfg.MaxResets {
+		c.calm("too many resets")
+	}
+}
+
+// data takes a DATA frame of a request body.
+func (c *Conn) data(f *http2.DataFrame) {
+	length := int64(f.Length) // padding counts for flow control
+	if length > c.recvWindow {
+		c.fail(http2.ErrCodeFlowControl, "connection window exceeded")
+		return
+	}
+	c.recvWindow -= length
+	c.giveBack(length)
+	s := c.streams[f.StreamID]
+	if s == nil || s.state != stateOpen {
+		if f.StreamID > c.maxID {
+			c.fail(http2.ErrCodeProtocol, "DATA on an idle stream")
+			return
+		}
+		if c.controlled() {
+			c.resetStream(f.StreamID, http2.ErrCodeStreamClosed)
+		}
+		return
+	}
+	if s.trailing {
+		c.resetStream(s.ID, http2.ErrCodeProtocol) // DATA after trailers' HEADERS
+		return
+	}
+	if length > s.recvWindow {
+		c.resetStream(s.ID, http2.ErrCodeFlowControl)
+		return
+	}
+	s.recvWindow -= length
+	data := f.Data()
+	if len(data) == 0 && !f.StreamEnded() {
+		c.emptyData++
+		if c.emptyData > c.cfg.MaxEmptyData {
+			c.calm("too many empty DATA frames")
+			return
+		}
+	}
+	s.Body = append(s.Body, data...)
+	if s.ContentLength >= 0 && int64(len(s.Body)) > s.ContentLength {
+		c.resetStream(s.ID, http2.ErrCodeProtocol)
+		return
+	}
+	switch {
+	case f.StreamEnded():
+		c.arrived(s)
+	case s.recvWindow == 0:
+		// A body larger than the window, which the connection never
+		// extends: it cannot be served.
+		c.resetStream(s.ID, http2.ErrCodeRefusedStream)
+	}
+}
+
+// giveBack counts n bytes received on the connection, and opens its
+// window again once half of it is taken.
+func (c *Conn) giveBack(n int64) {
+	c.recvTaken += n
+	if c.recvTaken >= int64(c.cfg.ConnWindow)/2 {
+		_ = c.fr.WriteWindowUpdate(0, uint32(c.recvTaken))
+		c.recvWindow += c.recvTaken
+		c.recvTaken = 0
+	}
+}
+
+// arrived marks s's request whole: its body matches its content-length,
+// or the stream is malformed (RFC 9113 section 8.1.1).
+func (c *Conn) arrived(s *Stream) {
+	if s.ContentLength >= 0 && int64(len(s.Body)) != s.ContentLength {
+		c.resetStream(s.ID, http2.ErrCodeProtocol)
+		return
+	}
+	s.state = stateHalfClosed
+	c.control, c.emptyData = 0, 0
+	c.ready = append(c.ready, s)
+}
+
+// resetStream sends RST_STREAM code for stream id and ends the stream if
+// it is open; a stream handed to Serve is cancelled.
+func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
+	_ = c.fr.WriteRSTStream(id, code)
+	if s := c.streams[id]; s != nil {
+		c.closeStream(s)
+		if s.served && !s.answered {
+			c.h.Cancel(s)
+		}
+	}
+}
+
+// closeStream forgets s, and the response bytes it held back.
+func (c *Conn) closeStream(s *Stream) {
+	delete(c.streams, s.ID)
+	if s.blocked {
+		c.blockedBytes -= len(s.pending)
+	}
+	s.end()
+}

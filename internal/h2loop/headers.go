@@ -1,0 +1,244 @@
+package h2loop
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// headerBlock is a header block being read: a HEADERS frame and the
+// CONTINUATION frames after it. Every block goes through the decoder,
+// whose table the connection shares, even one whose stream is refused.
+type headerBlock struct {
+	s         *Stream // the stream the fields go to; nil: they are dropped
+	id        uint32
+	endStream bool
+	trailers  bool
+	refuse    bool // the stream is refused once the block is read
+	frames    int
+	bytes     int
+	size      int  // the decoded list's size
+	tooBig    bool // past MaxHeaderListSize: answered 431
+	malformed bool
+	regular   bool // a regular field came: no pseudo-header after it
+	fields    []hpack.HeaderField
+}
+
+// headers starts reading a HEADERS frame's header block: a new stream's
+// request, or a stream's trailers.
+func (c *Conn) headers(f *http2.HeadersFrame) {
+	id := f.StreamID
+	if id%2 == 0 {
+		c.fail(http2.ErrCodeProtocol, "even stream id")
+		return
+	}
+	c.hb = headerBlock{id: id, endStream: f.StreamEnded(), fields: c.hb.fields[:0]}
+	switch s := c.streams[id]; {
+	case s != nil:
+		if s.state != stateOpen || s.trailing {
+			c.fail(http2.ErrCodeStreamClosed, "HEADERS on a half-closed stream")
+			return
+		}
+		s.trailing = true
+		c.hb.s, c.hb.trailers = s, true
+	case id <= c.maxID:
+		c.fail(http2.ErrCodeStreamClosed, "HEADERS on a closed stream")
+		return
+	default:
+		c.maxID = id
+		switch {
+		case c.goingAway:
+			// Dropped: not served, and not counted in the GOAWAY's
+			// last stream id, so the client may retry it.
+		case len(c.streams) >= c.cfg.MaxConcurrentStreams, c.blockedBytes > c.cfg.MaxBlockedBytes:
+			c.hb.refuse = true
+		default:
+			s := &Stream{
+				ID:            id,
+				ContentLength: -1,
+				recvWindow:    int64(c.cfg.StreamWindow),
+				sendWindow:    c.peerWindow,
+			}
+			c.streams[id] = s
+			c.hb.s = s
+		}
+	}
+	if f.HasPriority() && f.Priority.StreamDep == id {
+		c.hb.malformed = true
+	}
+	c.fragment(f.HeaderBlockFragment(), f.HeadersEnded())
+}
+
+// continuation reads a CONTINUATION frame of the header block (the Framer
+// checks that it follows one of the same stream).
+func (c *Conn) continuation(f *http2.ContinuationFrame) {
+	c.hb.frames++
+	if c.hb.frames > c.cfg.MaxContinuations {
+		c.calm("too many CONTINUATION frames")
+		return
+	}
+	c.fragment(f.HeaderBlockFragment(), f.HeadersEnded())
+}
+
+// fragment decodes a part of the header block, and ends the block after
+// its last part.
+func (c *Conn) fragment(p []byte, last bool) {
+	c.hb.bytes += len(p)
+	if c.hb.bytes > 2*c.cfg.MaxHeaderListSize {
+		c.calm("header block too large")
+		return
+	}
+	if _, err := c.dec.Write(p); err != nil {
+		c.fail(http2.ErrCodeCompression, "bad header block")
+		return
+	}
+	if last {
+		c.endBlock()
+	}
+}
+
+// emit takes one decoded field of the header block.
+func (c *Conn) emit(f hpack.HeaderField) {
+	hb := &c.hb
+	hb.size += int(f.Size())
+	if hb.size > c.cfg.MaxHeaderListSize {
+		hb.tooBig = true
+		c.dec.SetEmitEnabled(false)
+		return
+	}
+	if hb.s == nil || hb.malformed {
+		return
+	}
+	if !validField(f, hb) {
+		hb.malformed = true
+		return
+	}
+	hb.fields = append(hb.fields, f)
+}
+
+// validField reports whether f may come next in hb (RFC 9113 sections 8.2
+// and 8.3): a request pseudo-header field before the regular ones, once
+// each, none in trailers; a regular one with a lower-case name and a
+// valid value, and no connection-specific field.
+func validField(f hpack.HeaderField, hb *headerBlock) bool {
+	if f.IsPseudo() {
+		if hb.regular || hb.trailers {
+			return false
+		}
+		switch f.Name {
+		case ":method", ":scheme", ":authority", ":path":
+		default:
+			return false // :protocol too: extended CONNECT is not offered
+		}
+		for _, g := range hb.fields {
+			if g.Name == f.Name {
+				return false
+			}
+		}
+		return true
+	}
+	hb.regular = true
+	if !httpguts.ValidHeaderFieldName(f.Name) || strings.ToLower(f.Name) != f.Name || !httpguts.ValidHeaderFieldValue(f.Value) {
+		return false
+	}
+	switch f.Name {
+	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+		return false
+	case "te":
+		return f.Value == "trailers"
+	}
+	return true
+}
+
+// endBlock ends the header block: the stream is refused, answered 431,
+// reset as malformed, or takes its fields.
+func (c *Conn) endBlock() {
+	hb := &c.hb
+	c.dec.SetEmitEnabled(true)
+	if err := c.dec.Close(); err != nil {
+		c.fail(http2.ErrCodeCompression, "bad header block")
+		return
+	}
+	s := hb.s
+	switch {
+	case hb.refuse:
+		_ = c.fr.WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
+		return
+	case s == nil:
+		return
+	case hb.tooBig && !hb.trailers:
+		if hb.endStream {
+			s.state = stateHalfClosed
+		}
+		c.Respond(s, 431, nil, nil)
+		return
+	case hb.tooBig || hb.malformed:
+		c.resetStream(s.ID, http2.ErrCodeProtocol)
+		return
+	case hb.trailers:
+		if !hb.endStream {
+			c.resetStream(s.ID, http2.ErrCodeProtocol)
+			return
+		}
+		s.Trailer = append([]hpack.HeaderField(nil), hb.fields...)
+		c.arrived(s)
+		return
+	}
+	if !c.request(s, hb.fields) {
+		c.resetStream(s.ID, http2.ErrCodeProtocol)
+		return
+	}
+	if s.ContentLength > int64(c.cfg.StreamWindow) {
+		c.resetStream(s.ID, http2.ErrCodeRefusedStream) // a body the window cannot hold
+		return
+	}
+	if hb.endStream {
+		c.arrived(s)
+	}
+}
+
+// request sets s's request from fields, and reports false when it is
+// malformed (RFC 9113 section 8.3.1): a CONNECT request (not served here,
+// see Config), a :path that is neither absolute nor "*" for OPTIONS, a
+// pseudo-header field missing or empty, or content-length fields that are
+// not one length.
+func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
+	var regular []hpack.HeaderField
+	for i, f := range fields {
+		if !f.IsPseudo() {
+			regular = fields[i:]
+			break
+		}
+		switch f.Name {
+		case ":method":
+			s.Method = f.Value
+		case ":scheme":
+			s.Scheme = f.Value
+		case ":authority":
+			s.Authority = f.Value
+		case ":path":
+			s.Path = f.Value
+		}
+	}
+	if s.Method == "" || s.Method == "CONNECT" || s.Scheme == "" || s.Path == "" {
+		return false
+	}
+	if s.Path[0] != '/' && (s.Path != "*" || s.Method != "OPTIONS") {
+		return false
+	}
+	for _, f := range regular {
+		if f.Name != "content-length" {
+			continue
+		}
+		n, err := strconv.ParseInt(f.Value, 10, 64)
+		if err != nil || n < 0 || f.Value[0] == '+' || (s.ContentLength >= 0 && n != s.ContentLength) {
+			return false
+		}
+		s.ContentLength = n
+	}
+	s.Header = append([]hpack.HeaderField(nil), regular...)
+	return true
+}

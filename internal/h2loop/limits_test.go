@@ -1,0 +1,179 @@
+package h2loop
+
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http2"
+)
+
+func TestMaxConcurrentStreams(t *testing.T) {
+	h := newHarness(t, Config{MaxConcurrentStreams: 2})
+	h.headers(1, h.get("/"), true)
+	h.headers(3, h.get("/"), true)
+	h.headers(5, h.get("/", "x-a", "b"), true)
+	rst(t, h.feed(), 5, http2.ErrCodeRefusedStream)
+	h.c.Respond(h.served[0], 200, nil, nil)
+	h.sent()
+	// A slot is free again, and the refused stream's block went through
+	// the decoder.
+	h.headers(7, h.get("/", "x-a", "b"), true)
+	if got := h.feed(); len(got) != 0 || len(h.served) != 3 || field(h.served[2].Header, "x-a") != "b" {
+		t.Fatalf("sent %+v, served %d", got, len(h.served))
+	}
+}
+
+func TestHeaderListTooLarge(t *testing.T) {
+	h := newHarness(t, Config{MaxHeaderListSize: 2048})
+	h.headers(1, h.get("/", "x-a", strings.Repeat("a", 1000), "x-b", strings.Repeat("b", 1000)), true)
+	f := one(t, h.feed(), http2.FrameHeaders)
+	if field(f.fields, ":status") != "431" || !f.end || len(h.served) != 0 {
+		t.Fatalf("answer %+v, served %d", f, len(h.served))
+	}
+	h.headers(3, h.get("/next"), true)
+	if h.feed(); len(h.served) != 1 {
+		t.Fatal("the next request was not served")
+	}
+	// A single string past the bound is the decoder's error.
+	h.headers(5, h.get("/", "x-a", strings.Repeat("a", 3000)), true)
+	goAway(t, h, h.feed(), http2.ErrCodeCompression)
+}
+
+// TestContinuationFlood ends a connection whose header block has too many
+// CONTINUATION frames, empty ones included (CVE-2024-27316), or too many
+// bytes, though its decoded list is small.
+func TestContinuationFlood(t *testing.T) {
+	h := newHarness(t, Config{MaxContinuations: 4})
+	b := h.get("/")
+	_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b})
+	for range 5 {
+		_ = h.fr.WriteContinuation(1, false, nil)
+	}
+	goAway(t, h, h.feed(), http2.ErrCodeEnhanceYourCalm)
+
+	h = newHarness(t, Config{MaxHeaderListSize: 1024, MaxContinuations: 1000})
+	_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h.get("/")})
+	// Indexed fields of one byte each, decoded past the list's bound
+	// (emitting stops) and then on past twice its bytes.
+	one := []byte{0x82} // :method GET, from the static table
+	for range 3000 {
+		_ = h.fr.WriteContinuation(1, false, one)
+	}
+	goAway(t, h, h.feed(), http2.ErrCodeEnhanceYourCalm)
+}
+
+// TestRapidReset counts the client's resets of streams not yet answered
+// (CVE-2023-44487): a request reset in the same read as its HEADERS never
+// reaches the handler, one reset later is cancelled, and past MaxResets
+// (net of the streams answered) the connection ends.
+func TestRapidReset(t *testing.T) {
+	h := newHarness(t, Config{MaxResets: 10})
+	id := uint32(1)
+	for range 5 {
+		h.headers(id, h.get("/"), true)
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		id += 2
+	}
+	if got := h.feed(); len(got) != 0 || len(h.served) != 0 {
+		t.Fatalf("sent %+v, served %d", got, len(h.served))
+	}
+	h.headers(id, h.get("/"), true)
+	h.feed()
+	_ = h.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+	h.feed()
+	if len(h.cancelled) != 1 || h.cancelled[0].ID != id {
+		t.Fatalf("cancelled %+v", h.cancelled)
+	}
+	id += 2
+	// Answered streams take resets off the count.
+	h.onServe = func(s *Stream) { h.c.Respond(s, 200, nil, nil) }
+	for range 3 {
+		h.headers(id, h.get("/"), true)
+		id += 2
+	}
+	h.feed()
+	h.onServe = nil
+	for range 7 { // 6 - 3 + 7 = 10: at the bound
+		h.headers(id, h.get("/"), true)
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		id += 2
+	}
+	for _, f := range h.feed() {
+		if f.typ == http2.FrameGoAway {
+			t.Fatal("GOAWAY at the bound")
+		}
+	}
+	h.headers(id, h.get("/"), true)
+	_ = h.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+	goAway(t, h, h.feed(), http2.ErrCodeEnhanceYourCalm)
+}
+
+// TestControlFlood ends a connection that sends more control frames than
+// MaxControlFrames between two requests; a request starts the count anew.
+func TestControlFlood(t *testing.T) {
+	for name, send := range map[string]func(h *harness){
+		"PING":     func(h *harness) { _ = h.fr.WritePing(false, [8]byte{}) },
+		"SETTINGS": func(h *harness) { _ = h.fr.WriteSettings() },
+		"PRIORITY": func(h *harness) { _ = h.fr.WritePriority(1, http2.PriorityParam{StreamDep: 3}) },
+		"unknown":  func(h *harness) { _ = h.fr.WriteRawFrame(0x77, 0, 0, []byte("x")) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, Config{MaxControlFrames: 20}) // the client's first SETTINGS counts
+			for range 19 {
+				send(h)
+			}
+			h.headers(1, h.get("/"), true)
+			for range 20 {
+				send(h)
+			}
+			for _, f := range h.feed() {
+				if f.typ == http2.FrameGoAway {
+					t.Fatal("GOAWAY at the bound")
+				}
+			}
+			send(h)
+			goAway(t, h, h.feed(), http2.ErrCodeEnhanceYourCalm)
+		})
+	}
+}
+
+func TestEmptyDataFlood(t *testing.T) {
+	h := newHarness(t, Config{MaxEmptyData: 5})
+	h.headers(1, h.block(":method", "POST", ":scheme", "http", ":path", "/"), false)
+	for range 5 {
+		_ = h.fr.WriteData(1, false, nil)
+	}
+	if got := h.feed(); len(got) != 0 {
+		t.Fatalf("sent %+v at the bound", got)
+	}
+	_ = h.fr.WriteData(1, false, nil)
+	goAway(t, h, h.feed(), http2.ErrCodeEnhanceYourCalm)
+}
+
+// TestBlockedBytesBound refuses new streams while the answers that a
+// client does not take (it opens no window) hold more than
+// MaxBlockedBytes: the bound holds between two reads (Feed), whose
+// requests are served at their end.
+func TestBlockedBytesBound(t *testing.T) {
+	h := newHarness(t, Config{MaxBlockedBytes: 1000}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	h.onServe = func(s *Stream) { h.c.Respond(s, 200, nil, make([]byte, 600)) }
+	h.headers(1, h.get("/"), true)
+	h.feed()
+	h.headers(3, h.get("/"), true)
+	h.feed()
+	h.headers(5, h.get("/"), true)
+	got := h.feed()
+	if h.c.BlockedBytes() != 1200 || len(h.served) != 2 {
+		t.Fatalf("blocked %d, served %d", h.c.BlockedBytes(), len(h.served))
+	}
+	if f := got[len(got)-1]; f.typ != http2.FrameRSTStream || f.id != 5 || f.code != http2.ErrCodeRefusedStream {
+		t.Fatalf("got %+v, want stream 5 refused", got)
+	}
+	// A reset stream gives its bytes back.
+	_ = h.fr.WriteRSTStream(1, http2.ErrCodeCancel)
+	h.headers(7, h.get("/"), true)
+	h.feed()
+	if h.c.BlockedBytes() != 1200 || len(h.served) != 3 {
+		t.Fatalf("blocked %d, served %d", h.c.BlockedBytes(), len(h.served))
+	}
+}

@@ -1,0 +1,51 @@
+package h2loop
+
+import "golang.org/x/net/http2/hpack"
+
+// streamState is where a stream is (RFC 9113 section 5.1, as a server
+// that answers once the request is whole sees it).
+type streamState uint8
+
+const (
+	stateOpen       streamState = iota // the request is arriving
+	stateHalfClosed                    // the request is whole (half-closed, remote); the answer is due
+	stateClosed                        // answered, reset or gone
+)
+
+// Stream is one request and its answer. Its fields are the request's, set
+// before Serve; they stay valid until the handler's last call for the
+// stream (Respond, Reset, or its Cancel).
+type Stream struct {
+	// ID is the stream's identifier.
+	ID uint32
+	// Method, Scheme, Authority and Path are the request's pseudo-header
+	// fields (empty when absent).
+	Method, Scheme, Authority, Path string
+	// Header holds the request's other fields in the order they came, with
+	// lower-case names. Cookie fields are as they came, one per crumb (RFC
+	// 9113 section 8.2.3).
+	Header []hpack.HeaderField
+	// Trailer holds the fields of the request's trailers; nil without.
+	Trailer []hpack.HeaderField
+	// Body is the request's body.
+	Body []byte
+	// ContentLength is the request's content-length; -1 without one.
+	ContentLength int64
+	// Value is the handler's own.
+	Value any
+
+	state      streamState
+	served     bool // handed to Serve
+	answered   bool // Respond or Reset was called
+	trailing   bool // a HEADERS frame of trailers has come
+	recvWindow int64
+	sendWindow int64
+	pending    []byte // response body held back by flow control
+	blocked    bool   // in the connection's blocked list
+}
+
+// end closes s.
+func (s *Stream) end() {
+	s.state = stateClosed
+	s.pending = nil
+}
