@@ -80,11 +80,11 @@ func wsRefuse(ctx *fasthttp.RequestCtx, err error) string {
 
 // wsPassRefusal passes on a target's answer other than 101 to a
 // handshake: its status, end-to-end headers and body, read whole (up to
-// maxWebSocketRefusal; a longer one is a 502), the route's response rules
+// maxWebSocketRefusal; a longer one, or a 1xx, is a 502), the route's response rules
 // (may be nil) applied. It returns the reason for the log.
 func wsPassRefusal(ctx *fasthttp.RequestCtx, resp *http.Response, rules *routeRules) string {
 	body, ok := wsRefusalBody(resp)
-	if !ok {
+	if !ok || resp.StatusCode < 200 { // a 1xx is no final answer: the client would wait for one
 		writeError(ctx, http.StatusBadGateway, answer.UpstreamError, 0)
 		return answer.UpstreamError
 	}

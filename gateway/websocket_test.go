@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -365,5 +367,28 @@ routes:
 		}
 		echo(t, c, websocket.MessageText, []byte("ruled"))
 		c.Close(websocket.StatusNormalClosure, "")
+	})
+}
+
+// TestWebSocketTargetInterimAnswer has a target answer a WebSocket
+// handshake with a 103 Early Hints and nothing more: the client gets a
+// 502. (The 103 was passed on as the final answer: the client, which
+// reads a 1xx as interim, waited for another until its connection
+// closed.)
+func TestWebSocketTargetInterimAnswer(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"))
+			_, _ = br.ReadByte() // until the gateway closes the connection
+		})
+		gw := gatewayTo(t, engine, up.addr)
+		res := exchangeRaw(t, gw.Addr, "GET /ws HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+			"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", 1)
+		if res[0].Code != http.StatusBadGateway {
+			t.Errorf("a handshake the target answers 103: %d, want 502", res[0].Code)
+		}
 	})
 }
