@@ -121,7 +121,9 @@ func (c *Conn) emit(f hpack.HeaderField) {
 
 // validField reports whether f may come next in hb (RFC 9113 sections 8.2
 // and 8.3): a request pseudo-header field before the regular ones, once
-// each, none in trailers; a regular one with a lower-case name and a
+// each, none in trailers, with a value a request line or Host field can
+// hold (:method and :scheme a token, :authority a host, :path without
+// spaces or control bytes); a regular one with a lower-case name and a
 // valid value, and no connection-specific field.
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
@@ -129,7 +131,18 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 			return false
 		}
 		switch f.Name {
-		case ":method", ":scheme", ":authority", ":path":
+		case ":method", ":scheme":
+			if !httpguts.ValidHeaderFieldName(f.Value) { // a token
+				return false
+			}
+		case ":authority":
+			if !httpguts.ValidHostHeader(f.Value) {
+				return false
+			}
+		case ":path":
+			if !validPath(f.Value) {
+				return false
+			}
 		default:
 			return false // :protocol too: extended CONNECT is not offered
 		}
@@ -240,5 +253,16 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 		s.ContentLength = n
 	}
 	s.Header = append([]hpack.HeaderField(nil), regular...)
+	return true
+}
+
+// validPath reports whether p has no space, control byte or DEL: an
+// HTTP/1.1 request-target can hold it as it is.
+func validPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] <= ' ' || p[i] == 0x7f {
+			return false
+		}
+	}
 	return true
 }

@@ -1,0 +1,48 @@
+//go:build linux
+
+package gateway_test
+
+import (
+	"net/http"
+	"testing"
+
+	"golang.org/x/net/http2"
+)
+
+// TestH2LoopsPseudoHeaderInjection sends requests whose pseudo-header
+// fields hold bytes an HTTP/1.1 request line or Host field cannot (CR, LF,
+// NUL, spaces in :path or :method): each stream is reset as malformed
+// (RFC 9113 sections 8.2.1 and 8.3.1), and nothing reaches the upstream,
+// which would otherwise read the bytes as fields of their own.
+func TestH2LoopsPseudoHeaderInjection(t *testing.T) {
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Smuggled") != "" {
+			t.Errorf("the upstream read a smuggled field: %s %s %v", r.Method, r.URL, r.Header)
+		}
+	})
+	tg := h2LoopsGateway(t, up, "")
+	cl := h2Dial(t, tg.Addr)
+	id := uint32(1)
+	for name, fields := range map[string][]string{
+		"path CRLF":      {":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/a HTTP/1.1\r\nX-Smuggled: 1\r\nX-Pad: x"},
+		"path LF":        {":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/a HTTP/1.1\nX-Smuggled: 1\nX-Pad: x"},
+		"path space":     {":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/a /b"},
+		"path NUL":       {":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/a\x00b"},
+		"authority CRLF": {":method", "GET", ":scheme", "http", ":authority", "a.test\r\nX-Smuggled: 1", ":path", "/a"},
+		"method CRLF":    {":method", "GET /a HTTP/1.1\r\nX-Smuggled: 1\r\nX-Pad:", ":scheme", "http", ":authority", "a.test", ":path", "/a"},
+		"method space":   {":method", "GET /b", ":scheme", "http", ":authority", "a.test", ":path", "/a"},
+		"scheme CRLF":    {":method", "GET", ":scheme", "http\r\nX-Smuggled: 1", ":authority", "a.test", ":path", "/a"},
+	} {
+		if err := cl.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: h2Headers(fields...), EndStream: true, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		status, body, code, ok := h2Answer(t, cl, id)
+		if ok || code != http2.ErrCodeProtocol {
+			t.Errorf("%s: answered %q %q (reset %v), want a reset PROTOCOL_ERROR", name, status, body, code)
+		}
+		id += 2
+	}
+	if n := up.calls.Load(); n != 0 {
+		t.Fatalf("the upstream served %d of the malformed requests", n)
+	}
+}
