@@ -37,6 +37,8 @@ type loopH2 struct {
 
 	lastActive time.Time // when a frame last came
 	wake       *time.Timer
+	wakeAt     time.Time // when wake is due
+	reading    bool      // wake is due by the read timeout of the requests arriving
 	woken      atomic.Bool
 	pollDelay  time.Duration
 
@@ -106,6 +108,7 @@ func (cc *clientConn) serveH2() gnet.Action {
 	cc.l.h2[h] = struct{}{}
 	cc.c.SetContext(h)
 	h.lastActive = time.Now()
+	h.wakeAt = h.lastActive.Add(srv.IdleTimeout.D())
 	c := cc.c
 	h.wake = time.AfterFunc(srv.IdleTimeout.D(), func() {
 		h.woken.Store(true)
@@ -146,15 +149,26 @@ func (h *loopH2) traffic() gnet.Action {
 	if h.core.Closed() {
 		return gnet.Close
 	}
+	if !h.reading && h.core.Active() > 0 {
+		// A request may be arriving: server.read_timeout bounds it.
+		h.reading = true
+		if due := h.lastActive.Add(h.l.e.g.state.Load().cfg.Server.ReadTimeout.D()); due.Before(h.wakeAt) {
+			h.wakeAt = due
+			h.wake.Reset(due.Sub(h.lastActive))
+		}
+	}
 	return gnet.None
 }
 
-// idle closes the connection (reporting true) after server.idle_timeout
-// without a frame and without a stream open, or once the gateway drains
-// and its streams have ended; else it sets the wake timer again.
+// idle resets the streams whose requests have not arrived whole within
+// server.read_timeout, and closes the connection (reporting true) after
+// server.idle_timeout without a frame and without a stream open, or once
+// the gateway drains and its streams have ended; else it sets the wake
+// timer again.
 func (h *loopH2) idle() bool {
 	srv := &h.l.e.g.state.Load().cfg.Server
 	now := time.Now()
+	oldest := h.core.ExpireArriving(now.Add(-srv.ReadTimeout.D()))
 	if h.l.e.draining.Load() {
 		h.core.Shutdown()
 	}
@@ -165,7 +179,15 @@ func (h *loopH2) idle() bool {
 	if h.core.Closed() {
 		return true
 	}
-	h.wake.Reset(max(h.lastActive.Add(srv.IdleTimeout.D()).Sub(now), time.Second))
+	h.wakeAt = now.Add(max(h.lastActive.Add(srv.IdleTimeout.D()).Sub(now), time.Second))
+	h.reading = !oldest.IsZero()
+	if due := oldest.Add(srv.ReadTimeout.D()); h.reading && due.Before(h.wakeAt) {
+		h.wakeAt = due
+		if soon := now.Add(time.Millisecond); due.Before(soon) {
+			h.wakeAt = soon
+		}
+	}
+	h.wake.Reset(h.wakeAt.Sub(now))
 	return false
 }
 

@@ -46,3 +46,50 @@ func TestH2LoopsPseudoHeaderInjection(t *testing.T) {
 		t.Fatalf("the upstream served %d of the malformed requests", n)
 	}
 }
+
+// TestH2LoopsReadTimeout opens streams whose requests never arrive whole
+// (a body cut short, a header block never ended): server.read_timeout
+// bounds them as it bounds an HTTP/1.1 request's, so a client cannot hold
+// a connection, its streams and their bodies forever by going quiet.
+func TestH2LoopsReadTimeout(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	tg := startGateway(t, parseConfig(t, `
+server: {engine: loop, http2: {loops: true}, read_timeout: 200ms}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: all
+    upstream: up
+`, up.URL))
+	cl := h2Dial(t, tg.Addr)
+	post := h2Headers(":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/a", "content-length", "10")
+	if err := cl.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: post, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WriteData(1, false, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, code, ok := h2Answer(t, cl, 1); ok || code != http2.ErrCodeCancel {
+		t.Fatalf("the stream whose body stopped: answered %v, reset %v, want a reset CANCEL", ok, code)
+	}
+	// A header block left without its last CONTINUATION: the connection
+	// can read nothing else, and ends.
+	cl = h2Dial(t, tg.Addr)
+	get := h2Headers(":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/a")
+	if err := cl.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: get[:2], EndStream: true}); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		f, err := cl.ReadFrame()
+		if err != nil {
+			t.Fatalf("the connection ended without GOAWAY: %v", err)
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok {
+			if g.ErrCode == http2.ErrCodeNo {
+				t.Fatalf("GOAWAY %v after a header block left open", g.ErrCode)
+			}
+			return
+		}
+	}
+	t.Fatal("no GOAWAY in 100 frames")
+}

@@ -3,6 +3,7 @@ package h2loop
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
@@ -17,7 +18,9 @@ type headerBlock struct {
 	id        uint32
 	endStream bool
 	trailers  bool
-	refuse    bool // the stream is refused once the block is read
+	refuse    bool      // the stream is refused once the block is read
+	open      bool      // its last frame has not come
+	began     time.Time // when its HEADERS came
 	frames    int
 	bytes     int
 	size      int  // the decoded list's size
@@ -35,7 +38,7 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 		c.fail(http2.ErrCodeProtocol, "even stream id")
 		return
 	}
-	c.hb = headerBlock{id: id, endStream: f.StreamEnded(), fields: c.hb.fields[:0]}
+	c.hb = headerBlock{id: id, endStream: f.StreamEnded(), open: true, began: c.fedAt, fields: c.hb.fields[:0]}
 	switch s := c.streams[id]; {
 	case s != nil:
 		if s.state != stateOpen || s.trailing {
@@ -59,6 +62,7 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 			s := &Stream{
 				ID:            id,
 				ContentLength: -1,
+				opened:        c.fedAt,
 				recvWindow:    int64(c.cfg.StreamWindow),
 				sendWindow:    c.peerWindow,
 			}
@@ -170,6 +174,7 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 // reset as malformed, or takes its fields.
 func (c *Conn) endBlock() {
 	hb := &c.hb
+	hb.open = false
 	c.dec.SetEmitEnabled(true)
 	if err := c.dec.Close(); err != nil {
 		c.fail(http2.ErrCodeCompression, "bad header block")
@@ -180,7 +185,7 @@ func (c *Conn) endBlock() {
 	case hb.refuse:
 		_ = c.fr.WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
 		return
-	case s == nil:
+	case s == nil, s.state == stateClosed:
 		return
 	case hb.tooBig && !hb.trailers:
 		if hb.endStream {
