@@ -3,7 +3,9 @@
 package gateway_test
 
 import (
+	"errors"
 	"net/http"
+	"os"
 	"testing"
 
 	"golang.org/x/net/http2"
@@ -92,4 +94,42 @@ routes:
 		}
 	}
 	t.Fatal("no GOAWAY in 100 frames")
+}
+
+// TestH2LoopsWriteTimeout answers a client that opens no window
+// (SETTINGS_INITIAL_WINDOW_SIZE 0) and goes quiet: the answer that flow
+// control holds back waits server.write_timeout, as an HTTP/1.1 answer
+// the client does not read, and the connection then ends, instead of
+// holding the answer and the stream forever.
+func TestH2LoopsWriteTimeout(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	tg := startGateway(t, parseConfig(t, `
+server: {engine: loop, http2: {loops: true}, write_timeout: 200ms}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: all
+    upstream: up
+`, up.URL))
+	cl := h2Dial(t, tg.Addr)
+	if err := cl.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
+		t.Fatal(err)
+	}
+	get := h2Headers(":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/a")
+	if err := cl.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: get, EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		f, err := cl.ReadFrame()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("the connection still holds the answer its client gave no window for")
+			}
+			return // closed
+		}
+		if _, ok := f.(*http2.GoAwayFrame); ok {
+			return
+		}
+	}
+	t.Fatal("the connection did not end in 100 frames")
 }
