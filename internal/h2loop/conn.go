@@ -487,13 +487,19 @@ func (c *Conn) arrived(s *Stream) {
 }
 
 // resetStream sends RST_STREAM code for stream id and ends the stream if
-// it is open; a stream handed to Serve is cancelled.
+// it is open; a stream handed to Serve and not answered is cancelled, and
+// counts as a client's reset (see Config.MaxResets): the client's frames
+// made the server end it.
 func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 	_ = c.fr.WriteRSTStream(id, code)
 	if s := c.streams[id]; s != nil {
 		c.closeStream(s)
 		if s.served && !s.answered {
 			c.h.Cancel(s)
+			c.resets++
+			if c.resets > c.cfg.MaxResets {
+				c.calm("too many resets")
+			}
 		}
 	}
 }
