@@ -216,3 +216,31 @@ func TestProvokedResets(t *testing.T) {
 		})
 	}
 }
+
+// TestResetBlockedStreamsForgotten resets, over and over, streams whose
+// answers flow control holds back (the client gives no window), with
+// answers without a body between them to keep the reset count down: the
+// streams reset are not kept, with their requests, until the client
+// opens a window it never opens.
+func TestResetBlockedStreamsForgotten(t *testing.T) {
+	h := newHarness(t, Config{}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	h.onServe = func(s *Stream) { h.c.Respond(s, 200, nil, make([]byte, 100)) }
+	id := uint32(1)
+	for range 1000 {
+		h.headers(id, h.get("/"), true)
+		h.feed()
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		h.feed()
+		h.onServe = func(s *Stream) { h.c.Respond(s, 204, nil, nil) }
+		h.headers(id+2, h.get("/"), true)
+		h.feed()
+		h.onServe = func(s *Stream) { h.c.Respond(s, 200, nil, make([]byte, 100)) }
+		id += 4
+	}
+	if h.c.Closed() {
+		t.Fatalf("connection closed: %v", h.c.Err())
+	}
+	if n := len(h.c.blocked); n > 1 {
+		t.Fatalf("%d streams kept in the blocked list, none blocked", n)
+	}
+}
