@@ -37,6 +37,10 @@ type loopH2 struct {
 
 	lastActive time.Time // when a frame last came
 	wake       *time.Timer
+	wakeAt     time.Time // when wake is due
+	reading    bool      // wake is due by the read timeout of the requests arriving
+	outSince   time.Time // since when the client leaves answers untaken; zero: it does not
+	outLast    int       // the answer bytes untaken then
 	woken      atomic.Bool
 	pollDelay  time.Duration
 
@@ -106,6 +110,7 @@ func (cc *clientConn) serveH2() gnet.Action {
 	cc.l.h2[h] = struct{}{}
 	cc.c.SetContext(h)
 	h.lastActive = time.Now()
+	h.wakeAt = h.lastActive.Add(srv.IdleTimeout.D())
 	c := cc.c
 	h.wake = time.AfterFunc(srv.IdleTimeout.D(), func() {
 		h.woken.Store(true)
@@ -124,7 +129,7 @@ func (h *loopH2) traffic() gnet.Action {
 		return gnet.Close
 	}
 	if c.OutboundBuffered() > maxPendingOut {
-		if c.InboundBuffered() > maxPendingIn {
+		if c.InboundBuffered() > maxPendingIn || h.stalled(time.Now()) {
 			return gnet.Close
 		}
 		h.poll()
@@ -146,15 +151,26 @@ func (h *loopH2) traffic() gnet.Action {
 	if h.core.Closed() {
 		return gnet.Close
 	}
+	if !h.reading && h.core.Active() > 0 {
+		// A request may be arriving: server.read_timeout bounds it.
+		h.reading = true
+		if due := h.lastActive.Add(h.l.e.g.state.Load().cfg.Server.ReadTimeout.D()); due.Before(h.wakeAt) {
+			h.wakeAt = due
+			h.wake.Reset(due.Sub(h.lastActive))
+		}
+	}
 	return gnet.None
 }
 
-// idle closes the connection (reporting true) after server.idle_timeout
-// without a frame and without a stream open, or once the gateway drains
-// and its streams have ended; else it sets the wake timer again.
+// idle resets the streams whose requests have not arrived whole within
+// server.read_timeout, and closes the connection (reporting true) after
+// server.idle_timeout without a frame and without a stream open, or once
+// the gateway drains and its streams have ended; else it sets the wake
+// timer again.
 func (h *loopH2) idle() bool {
 	srv := &h.l.e.g.state.Load().cfg.Server
 	now := time.Now()
+	oldest := h.core.ExpireArriving(now.Add(-srv.ReadTimeout.D()))
 	if h.l.e.draining.Load() {
 		h.core.Shutdown()
 	}
@@ -162,11 +178,52 @@ func (h *loopH2) idle() bool {
 		h.core.Shutdown()
 	}
 	h.flush()
-	if h.core.Closed() {
+	if h.core.Closed() || h.stalled(now) {
 		return true
 	}
-	h.wake.Reset(max(h.lastActive.Add(srv.IdleTimeout.D()).Sub(now), time.Second))
+	h.wakeAt = now.Add(max(h.lastActive.Add(srv.IdleTimeout.D()).Sub(now), time.Second))
+	if due := h.outSince.Add(srv.WriteTimeout.D()); !h.outSince.IsZero() && due.Before(h.wakeAt) {
+		h.wakeAt = due
+	}
+	h.reading = !oldest.IsZero()
+	if due := oldest.Add(srv.ReadTimeout.D()); h.reading && due.Before(h.wakeAt) {
+		h.wakeAt = due
+		if soon := now.Add(time.Millisecond); due.Before(soon) {
+			h.wakeAt = soon
+		}
+	}
+	h.wake.Reset(h.wakeAt.Sub(now))
 	return false
+}
+
+// stalled reports whether the client has left the answers sent to it, or
+// held back for its windows, untaken for server.write_timeout, as an
+// HTTP/1.1 client that does not read; it notes when the wait began, again
+// each time the client takes some.
+func (h *loopH2) stalled(now time.Time) bool {
+	pending := h.c.OutboundBuffered() + h.core.BlockedBytes()
+	switch {
+	case pending == 0:
+		h.outSince = time.Time{}
+	case h.outSince.IsZero() || pending < h.outLast:
+		h.outSince = now
+	}
+	h.outLast = pending
+	return pending > 0 && now.Sub(h.outSince) >= h.l.e.g.state.Load().cfg.Server.WriteTimeout.D()
+}
+
+// awaitTaken brings the wake timer forward to when the answers the client
+// leaves untaken have waited server.write_timeout.
+func (h *loopH2) awaitTaken() {
+	now := time.Now()
+	h.stalled(now)
+	if h.outSince.IsZero() {
+		return
+	}
+	if due := h.outSince.Add(h.l.e.g.state.Load().cfg.Server.WriteTimeout.D()); due.Before(h.wakeAt) {
+		h.wakeAt = due
+		h.wake.Reset(max(due.Sub(now), time.Millisecond))
+	}
 }
 
 // drain sends GOAWAY for a shutdown: the connection closes once its
@@ -193,6 +250,9 @@ func (h *loopH2) flush() {
 	if out := h.core.Output(); len(out) > 0 {
 		_, _ = h.c.Write(out)
 		h.core.Sent()
+	}
+	if h.core.BlockedBytes() > 0 || h.c.OutboundBuffered() > 0 {
+		h.awaitTaken()
 	}
 	if h.core.Closed() && !h.feeding {
 		_ = h.c.Wake(nil)

@@ -35,8 +35,9 @@ type Config struct {
 	// MaxConcurrentStreams requests. Default 1 MiB.
 	MaxBlockedBytes int
 	// MaxResets is how many streams the client may reset before their
-	// answers, net of the streams answered in full (each answer takes one
-	// off the count). Default four times MaxConcurrentStreams, as
+	// answers, or make the server reset (a stream error of its frames),
+	// net of the streams answered in full (each answer takes one off the
+	// count). Default four times MaxConcurrentStreams, as
 	// golang.org/x/net/http2 lets that many handlers wait.
 	MaxResets int
 	// MaxControlFrames is how many PING, SETTINGS, PRIORITY and unknown

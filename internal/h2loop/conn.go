@@ -3,6 +3,7 @@ package h2loop
 import (
 	"bytes"
 	"errors"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -47,6 +48,7 @@ type Conn struct {
 	enc    *hpack.Encoder
 	encBuf bytes.Buffer
 	hb     headerBlock // the header block being read
+	fedAt  time.Time   // when Feed was last called
 
 	preface  bool // the client's preface has arrived
 	settings bool // and its SETTINGS
@@ -134,6 +136,36 @@ func (c *Conn) Active() int { return len(c.streams) }
 // BlockedBytes returns the response bytes that flow control holds back.
 func (c *Conn) BlockedBytes() int { return c.blockedBytes }
 
+// ExpireArriving ends the requests that began before t and have not
+// arrived whole: each such stream is reset (CANCEL), and a header block
+// begun before t and not ended ends the connection (ENHANCE_YOUR_CALM),
+// which can read nothing else meanwhile. It returns when the oldest
+// request still arriving began; zero without one. A server calls it to
+// bound how long a request may take to arrive (its read timeout).
+func (c *Conn) ExpireArriving(t time.Time) (oldest time.Time) {
+	if c.closed {
+		return time.Time{}
+	}
+	if c.hb.open {
+		if c.hb.began.Before(t) {
+			c.calm("header block not ended in time")
+			return time.Time{}
+		}
+		oldest = c.hb.began
+	}
+	for _, s := range c.streams {
+		if s.state != stateOpen {
+			continue
+		}
+		if s.opened.Before(t) {
+			c.resetStream(s.ID, http2.ErrCodeCancel)
+		} else if oldest.IsZero() || s.opened.Before(oldest) {
+			oldest = s.opened
+		}
+	}
+	return oldest
+}
+
 // Shutdown sends GOAWAY: the streams open go on, no new one is served, and
 // the connection is Closed once they end.
 func (c *Conn) Shutdown() {
@@ -165,6 +197,7 @@ func (c *Conn) Close() {
 // GOAWAY is in Output, and Closed reports true.
 func (c *Conn) Feed(b []byte) int {
 	n := 0
+	c.fedAt = time.Now()
 	if !c.preface {
 		k := min(len(b), len(Preface))
 		if string(b[:k]) != Preface[:k] {
@@ -454,13 +487,19 @@ func (c *Conn) arrived(s *Stream) {
 }
 
 // resetStream sends RST_STREAM code for stream id and ends the stream if
-// it is open; a stream handed to Serve is cancelled.
+// it is open; a stream handed to Serve and not answered is cancelled, and
+// counts as a client's reset (see Config.MaxResets): the client's frames
+// made the server end it.
 func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 	_ = c.fr.WriteRSTStream(id, code)
 	if s := c.streams[id]; s != nil {
 		c.closeStream(s)
 		if s.served && !s.answered {
 			c.h.Cancel(s)
+			c.resets++
+			if c.resets > c.cfg.MaxResets {
+				c.calm("too many resets")
+			}
 		}
 	}
 }

@@ -228,6 +228,15 @@ func TestMalformed(t *testing.T) {
 		"two lengths":          {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "2"},
 		"signed length":        {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
 		"length not a number":  {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},
+		"path with CRLF":       {":method", "GET", ":scheme", "http", ":path", "/a HTTP/1.1\r\nx-b: 1"},
+		"path with space":      {":method", "GET", ":scheme", "http", ":path", "/a b"},
+		"path with NUL":        {":method", "GET", ":scheme", "http", ":path", "/a\x00"},
+		"path with DEL":        {":method", "GET", ":scheme", "http", ":path", "/a\x7f"},
+		"method with space":    {":method", "GET /a", ":scheme", "http", ":path", "/"},
+		"method with CRLF":     {":method", "GET\r\nx-b: 1", ":scheme", "http", ":path", "/"},
+		"scheme with CRLF":     {":method", "GET", ":scheme", "http\r\nx-b: 1", ":path", "/"},
+		"authority with CRLF":  {":method", "GET", ":scheme", "http", ":authority", "a\r\nx-b: 1", ":path", "/"},
+		"authority with space": {":method", "GET", ":scheme", "http", ":authority", "a b", ":path", "/"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, Config{})

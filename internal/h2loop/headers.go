@@ -3,6 +3,7 @@ package h2loop
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
@@ -17,7 +18,9 @@ type headerBlock struct {
 	id        uint32
 	endStream bool
 	trailers  bool
-	refuse    bool // the stream is refused once the block is read
+	refuse    bool      // the stream is refused once the block is read
+	open      bool      // its last frame has not come
+	began     time.Time // when its HEADERS came
 	frames    int
 	bytes     int
 	size      int  // the decoded list's size
@@ -35,7 +38,7 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 		c.fail(http2.ErrCodeProtocol, "even stream id")
 		return
 	}
-	c.hb = headerBlock{id: id, endStream: f.StreamEnded(), fields: c.hb.fields[:0]}
+	c.hb = headerBlock{id: id, endStream: f.StreamEnded(), open: true, began: c.fedAt, fields: c.hb.fields[:0]}
 	switch s := c.streams[id]; {
 	case s != nil:
 		if s.state != stateOpen || s.trailing {
@@ -59,6 +62,7 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 			s := &Stream{
 				ID:            id,
 				ContentLength: -1,
+				opened:        c.fedAt,
 				recvWindow:    int64(c.cfg.StreamWindow),
 				sendWindow:    c.peerWindow,
 			}
@@ -121,7 +125,9 @@ func (c *Conn) emit(f hpack.HeaderField) {
 
 // validField reports whether f may come next in hb (RFC 9113 sections 8.2
 // and 8.3): a request pseudo-header field before the regular ones, once
-// each, none in trailers; a regular one with a lower-case name and a
+// each, none in trailers, with a value a request line or Host field can
+// hold (:method and :scheme a token, :authority a host, :path without
+// spaces or control bytes); a regular one with a lower-case name and a
 // valid value, and no connection-specific field.
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
@@ -129,7 +135,18 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 			return false
 		}
 		switch f.Name {
-		case ":method", ":scheme", ":authority", ":path":
+		case ":method", ":scheme":
+			if !httpguts.ValidHeaderFieldName(f.Value) { // a token
+				return false
+			}
+		case ":authority":
+			if !httpguts.ValidHostHeader(f.Value) {
+				return false
+			}
+		case ":path":
+			if !validPath(f.Value) {
+				return false
+			}
 		default:
 			return false // :protocol too: extended CONNECT is not offered
 		}
@@ -157,6 +174,7 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 // reset as malformed, or takes its fields.
 func (c *Conn) endBlock() {
 	hb := &c.hb
+	hb.open = false
 	c.dec.SetEmitEnabled(true)
 	if err := c.dec.Close(); err != nil {
 		c.fail(http2.ErrCodeCompression, "bad header block")
@@ -167,7 +185,7 @@ func (c *Conn) endBlock() {
 	case hb.refuse:
 		_ = c.fr.WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
 		return
-	case s == nil:
+	case s == nil, s.state == stateClosed:
 		return
 	case hb.tooBig && !hb.trailers:
 		if hb.endStream {
@@ -240,5 +258,16 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 		s.ContentLength = n
 	}
 	s.Header = append([]hpack.HeaderField(nil), regular...)
+	return true
+}
+
+// validPath reports whether p has no space, control byte or DEL: an
+// HTTP/1.1 request-target can hold it as it is.
+func validPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] <= ' ' || p[i] == 0x7f {
+			return false
+		}
+	}
 	return true
 }

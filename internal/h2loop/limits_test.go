@@ -177,3 +177,70 @@ func TestBlockedBytesBound(t *testing.T) {
 		t.Fatalf("blocked %d, served %d", h.c.BlockedBytes(), len(h.served))
 	}
 }
+
+// TestProvokedResets counts the streams the server resets for the
+// client's fault before their answer (a WINDOW_UPDATE past the largest
+// window, DATA after the request's end, a stream depending on itself) as
+// the client's own resets: each cancels a request that went upstream, as
+// RST_STREAM does, and must not escape MaxResets.
+func TestProvokedResets(t *testing.T) {
+	for name, provoke := range map[string]func(h *harness, id uint32){
+		"window overflow": func(h *harness, id uint32) { _ = h.fr.WriteWindowUpdate(id, 1<<31-1) },
+		"DATA after end":  func(h *harness, id uint32) { _ = h.fr.WriteData(id, true, nil) },
+		"self-dependency": func(h *harness, id uint32) {
+			_ = h.fr.WritePriority(id, http2.PriorityParam{StreamDep: id})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, Config{MaxResets: 10})
+			id := uint32(1)
+			for i := range 11 {
+				h.headers(id, h.get("/"), true)
+				h.feed()
+				provoke(h, id)
+				got := h.feed()
+				if len(h.cancelled) != i+1 {
+					t.Fatalf("stream %d not cancelled: sent %+v", id, got)
+				}
+				if i < 10 {
+					for _, f := range got {
+						if f.typ == http2.FrameGoAway {
+							t.Fatalf("GOAWAY at reset %d", i+1)
+						}
+					}
+				} else {
+					goAway(t, h, got, http2.ErrCodeEnhanceYourCalm)
+				}
+				id += 2
+			}
+		})
+	}
+}
+
+// TestResetBlockedStreamsForgotten resets, over and over, streams whose
+// answers flow control holds back (the client gives no window), with
+// answers without a body between them to keep the reset count down: the
+// streams reset are not kept, with their requests, until the client
+// opens a window it never opens.
+func TestResetBlockedStreamsForgotten(t *testing.T) {
+	h := newHarness(t, Config{}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	h.onServe = func(s *Stream) { h.c.Respond(s, 200, nil, make([]byte, 100)) }
+	id := uint32(1)
+	for range 1000 {
+		h.headers(id, h.get("/"), true)
+		h.feed()
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		h.feed()
+		h.onServe = func(s *Stream) { h.c.Respond(s, 204, nil, nil) }
+		h.headers(id+2, h.get("/"), true)
+		h.feed()
+		h.onServe = func(s *Stream) { h.c.Respond(s, 200, nil, make([]byte, 100)) }
+		id += 4
+	}
+	if h.c.Closed() {
+		t.Fatalf("connection closed: %v", h.c.Err())
+	}
+	if n := len(h.c.blocked); n > 1 {
+		t.Fatalf("%d streams kept in the blocked list, none blocked", n)
+	}
+}

@@ -1,6 +1,7 @@
 package h2loop
 
 import (
+	"slices"
 	"strconv"
 
 	"golang.org/x/net/http2"
@@ -38,6 +39,9 @@ func (c *Conn) Respond(s *Stream, status int, fields []hpack.HeaderField, body [
 		s.pending = append([]byte(nil), s.pending...) // body is the caller's
 		c.blockedBytes += len(s.pending)
 		s.blocked = true
+		// The streams ended meanwhile (reset) leave the list here, or a
+		// client that never opens a window would have it grow.
+		c.blocked = slices.DeleteFunc(c.blocked, func(b *Stream) bool { return b.state == stateClosed })
 		c.blocked = append(c.blocked, s)
 	}
 }

@@ -1,6 +1,10 @@
 package h2loop
 
-import "golang.org/x/net/http2/hpack"
+import (
+	"time"
+
+	"golang.org/x/net/http2/hpack"
+)
 
 // streamState is where a stream is (RFC 9113 section 5.1, as a server
 // that answers once the request is whole sees it).
@@ -35,9 +39,10 @@ type Stream struct {
 	Value any
 
 	state      streamState
-	served     bool // handed to Serve
-	answered   bool // Respond or Reset was called
-	trailing   bool // a HEADERS frame of trailers has come
+	served     bool      // handed to Serve
+	answered   bool      // Respond or Reset was called
+	trailing   bool      // a HEADERS frame of trailers has come
+	opened     time.Time // when its HEADERS came (the Feed's start)
 	recvWindow int64
 	sendWindow int64
 	pending    []byte // response body held back by flow control
