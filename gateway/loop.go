@@ -307,13 +307,7 @@ func detach(c gnet.Conn) (net.Conn, error) {
 	}
 	buf, _ := c.Next(-1)
 	rest := bytes.Clone(buf)
-	fd, err := c.Dup()
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "")
-	nc, err := net.FileConn(f)
-	_ = f.Close()
+	nc, err := dupConn(c)
 	if err != nil {
 		return nil, err
 	}
@@ -321,6 +315,18 @@ func detach(c gnet.Conn) (net.Conn, error) {
 		return nc, nil
 	}
 	return &prefixConn{Conn: nc, prefix: rest}, nil
+}
+
+// dupConn returns a net.Conn over a duplicate of c's socket.
+func dupConn(c gnet.Conn) (net.Conn, error) {
+	fd, err := c.Dup()
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "")
+	nc, err := net.FileConn(f)
+	_ = f.Close()
+	return nc, err
 }
 
 // gnetLogger sends gnet's warnings and errors to slog.

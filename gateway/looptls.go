@@ -9,7 +9,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"slices"
 
 	"github.com/panjf2000/gnet/v2"
@@ -203,13 +202,7 @@ func (t *loopTLS) detach() (net.Conn, error) {
 	sw := t.sw
 	sw.own = append(append(sw.own[:0], sw.in...), buf...)
 	sw.in = sw.own
-	fd, err := t.Conn.Dup()
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "")
-	nc, err := net.FileConn(f)
-	_ = f.Close()
+	nc, err := dupConn(t.Conn)
 	if err != nil {
 		return nil, err
 	}

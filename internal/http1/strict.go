@@ -147,14 +147,9 @@ func absoluteAuthority(target []byte) ([]byte, bool) {
 func ValidHost(v []byte) bool {
 	name, port := v, []byte(nil)
 	if len(v) > 0 && v[0] == '[' {
-		end := bytes.IndexByte(v, ']')
-		if end < 2 {
+		end := ipLiteralEnd(v)
+		if end < 0 {
 			return false
-		}
-		for _, c := range v[1:end] {
-			if !hexChar[c] && c != ':' && c != '.' {
-				return false
-			}
 		}
 		name, port = nil, v[end+1:]
 	} else if i := bytes.IndexByte(v, ':'); i >= 0 {

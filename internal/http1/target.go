@@ -28,19 +28,30 @@ func PlainPath(p []byte) bool {
 	return true
 }
 
+// ipLiteralEnd returns the index of the ']' that ends the bracketed IPv6
+// address v starts with (hex digits, ':' and '.' inside), or -1 when v
+// does not start with one.
+func ipLiteralEnd(v []byte) int {
+	end := bytes.IndexByte(v, ']')
+	if len(v) == 0 || v[0] != '[' || end < 2 {
+		return -1
+	}
+	for _, c := range v[1:end] {
+		if !hexChar[c] && c != ':' && c != '.' {
+			return -1
+		}
+	}
+	return end
+}
+
 // PlainHost reports whether v is a host name, an IPv4 address or a
 // bracketed IPv6 address, with an optional port.
 func PlainHost(v []byte) bool {
 	var rest []byte // the port with its colon
 	if len(v) > 0 && v[0] == '[' {
-		end := bytes.IndexByte(v, ']')
-		if end < 2 {
+		end := ipLiteralEnd(v)
+		if end < 0 {
 			return false
-		}
-		for _, c := range v[1:end] {
-			if !hexChar[c] && c != ':' && c != '.' {
-				return false
-			}
 		}
 		rest = v[end+1:]
 	} else {
