@@ -386,7 +386,7 @@ if cpu:
     for name in ("nginx", "sluice", "sluice-h2loops"):
         if cpu[name]:
             print(f"{label[name]:26} {statistics.median(cpu[name]):8.0f} ({min(cpu[name]):.0f}-{max(cpu[name]):.0f}) {ratio(cpu[name], cpu['nginx']):>20}")
-h2c = {name: [r for r, _ in runs["h2c", name]] for name in ("sluice", "sluice-h2loops")}
+h2c = {name: [r for r, _ in runs.get(("h2c", name), [])] for name in ("sluice", "sluice-h2loops")}
 if h2c["sluice"] and h2c["sluice-h2loops"]:
     print(f"\nh2c on the loops vs net/http's h2c, same build, req/s: {ratio(h2c['sluice-h2loops'], h2c['sluice'])}")
 for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)"),
