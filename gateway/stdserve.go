@@ -21,23 +21,35 @@ func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *h
 		return false
 	}
 	start := time.Now()
-	st := g.state.Load()
-	rt, _ := st.route(fastRequest{&ctx.Request})
+	st, rt, o := g.beginStd(ctx)
 	if rt == nil {
 		return false // the handler refuses it, with the reason
-	}
-	rt.inflight.Add(1) // given back by finish
-	o := new(observation)
-	h := &ctx.Request.Header
-	o.begin(h.PeekBytes(hdrRequestID))
-	if st.tracer != nil {
-		o.startTrace(st.tracer, h, h.Method(), ctx.Path(), clientIP(peerAddr(ctx), forwardedList(h), st.trusted))
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	reason := g.serveGRPC(sw, r, st, rt, o)
 	ctx.Response.SetStatusCode(sw.status())
 	g.finish(ctx, rt, start, reason, o)
 	return true
+}
+
+// beginStd routes a request net/http serves itself (a gRPC call, a
+// WebSocket over HTTP/2) and begins its observation (request id, trace),
+// counting it in its route's in-flight gauge, which finish gives back. rt
+// is nil, and nothing begun, when the request matches no route or the
+// routes cannot tell.
+func (g *Gateway) beginStd(ctx *fasthttp.RequestCtx) (st *state, rt *route, o *observation) {
+	st = g.state.Load()
+	if rt, _ = st.route(fastRequest{&ctx.Request}); rt == nil {
+		return st, nil, nil
+	}
+	rt.inflight.Add(1)
+	o = new(observation)
+	h := &ctx.Request.Header
+	o.begin(h.PeekBytes(hdrRequestID))
+	if st.tracer != nil {
+		o.startTrace(st.tracer, h, h.Method(), ctx.Path(), clientIP(peerAddr(ctx), forwardedList(h), st.trusted))
+	}
+	return st, rt, o
 }
 
 // statusWriter is a ResponseWriter that keeps the status written, for the

@@ -73,17 +73,9 @@ func wsAccept(key string) string {
 func (g *Gateway) serveH2WebSocket(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *http.Request) bool {
 	start := time.Now()
 	key := asHandshakeGET(&ctx.Request)
-	st := g.state.Load()
-	rt, _ := st.route(fastRequest{&ctx.Request})
+	st, rt, o := g.beginStd(ctx)
 	if rt == nil {
 		return false
-	}
-	rt.inflight.Add(1) // given back by finish
-	o := new(observation)
-	h := &ctx.Request.Header
-	o.begin(h.PeekBytes(hdrRequestID))
-	if st.tracer != nil {
-		o.startTrace(st.tracer, h, h.Method(), ctx.Path(), clientIP(peerAddr(ctx), forwardedList(h), st.trusted))
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	call, up, reason := g.h2Handshake(ctx, sw, r, st, rt, o, key)
