@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/sluicehq/sluice/internal/h2loop"
 	"github.com/sluicehq/sluice/internal/http1"
@@ -17,7 +18,10 @@ import (
 // fields as they came but the cookie crumbs joined in one Cookie field
 // (RFC 9113 section 8.2.3) and te (only "trailers", which is hop-by-hop),
 // and the body's length; then the body. It reports false when the request
-// is not one the loops serve (see http1.ParseRequest), or has trailers.
+// is not one the loops serve (see http1.ParseRequest), has trailers, or
+// names a second host: a host field that is not its :authority (or the
+// first host field) in any case, which nginx and the gateway's net/http
+// path refuse (see oneHost).
 func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 	if s.Trailer != nil {
 		return false
@@ -37,6 +41,8 @@ func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 		case "host":
 			if host == "" {
 				host = f.Value
+			} else if !strings.EqualFold(f.Value, host) {
+				return false
 			}
 			continue
 		case "cookie":
