@@ -44,3 +44,40 @@ func TestH2LoopsSecondHost(t *testing.T) {
 		t.Fatalf("host A.Test beside :authority a.test: answered %q (reset %v), want 200", status, code)
 	}
 }
+
+// TestH2LoopsEmptyCookieCrumb sends cookie crumbs of which some are empty:
+// the upstream gets the others joined with "; " (RFC 9113 section
+// 8.2.3), as net/http's HTTP/2 path sends them, not a Cookie field that
+// starts or ends with a separator or holds two in a row.
+func TestH2LoopsEmptyCookieCrumb(t *testing.T) {
+	cookies := make(chan []string, 1)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		cookies <- r.Header.Values("Cookie")
+	})
+	tg := h2LoopsGateway(t, up, "")
+	cl := h2Dial(t, tg.Addr)
+	for i, c := range []struct {
+		crumbs []string
+		want   string
+	}{
+		{[]string{"", "a=1"}, "a=1"},
+		{[]string{"a=1", "", "b=2", ""}, "a=1; b=2"},
+		{[]string{""}, ""},
+	} {
+		id := uint32(1 + 2*i)
+		fields := []string{":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/a"}
+		for _, v := range c.crumbs {
+			fields = append(fields, "cookie", v)
+		}
+		if err := cl.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: h2Headers(fields...), EndStream: true, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		if status, _, code, ok := h2Answer(t, cl, id); !ok || status != "200" {
+			t.Fatalf("crumbs %q: answered %q (reset %v), want 200", c.crumbs, status, code)
+		}
+		got := <-cookies
+		if (c.want == "" && len(got) != 0) || (c.want != "" && (len(got) != 1 || got[0] != c.want)) {
+			t.Errorf("crumbs %q: the upstream got Cookie %q, want %q", c.crumbs, got, c.want)
+		}
+	}
+}

@@ -14,9 +14,11 @@ import (
 // HTTP/1.1 head with s's method and :path (a path that starts with several
 // slashes starting with one, as toFast makes it), Host from :authority (or
 // from the host field without one: RFC 9113 section 8.3.1; a host field
-// beside :authority is dropped, as net/http's server drops it), the other
+// beside :authority, naming the same host, is dropped as net/http's server
+// drops it), the other
 // fields as they came but the cookie crumbs joined in one Cookie field
-// (RFC 9113 section 8.2.3) and te (only "trailers", which is hop-by-hop),
+// (RFC 9113 section 8.2.3; empty crumbs left out, as net/http's HTTP/2
+// path leaves them) and te (only "trailers", which is hop-by-hop),
 // and the body's length; then the body. It reports false when the request
 // is not one the loops serve (see http1.ParseRequest), has trailers, or
 // names a second host: a host field that is not its :authority (or the
@@ -46,7 +48,9 @@ func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 			}
 			continue
 		case "cookie":
-			cookies++
+			if f.Value != "" {
+				cookies++
+			}
 			continue
 		case "content-length", "te":
 			continue
@@ -60,7 +64,7 @@ func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 		b = append(b, "Cookie: "...)
 		sep := false
 		for _, f := range s.Header {
-			if f.Name == "cookie" {
+			if f.Name == "cookie" && f.Value != "" {
 				if sep {
 					b = append(b, "; "...)
 				}
