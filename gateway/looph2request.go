@@ -15,15 +15,14 @@ import (
 // slashes starting with one, as toFast makes it), Host from :authority (or
 // from the host field without one: RFC 9113 section 8.3.1; a host field
 // beside :authority, naming the same host, is dropped as net/http's server
-// drops it), the other
-// fields as they came but the cookie crumbs joined in one Cookie field
-// (RFC 9113 section 8.2.3; empty crumbs left out, as net/http's HTTP/2
-// path leaves them) and te (only "trailers", which is hop-by-hop),
-// and the body's length; then the body. It reports false when the request
-// is not one the loops serve (see http1.ParseRequest), has trailers, or
-// names a second host: a host field that is not its :authority (or the
-// first host field) in any case, which nginx and the gateway's net/http
-// path refuse (see oneHost).
+// drops it), the other fields as they came but the cookie crumbs joined in
+// one Cookie field (RFC 9113 section 8.2.3; empty crumbs left out, as
+// net/http's HTTP/2 path leaves them) and te (only "trailers", which is
+// hop-by-hop), and the body's length; then the body. It reports false when
+// the request is not one the loops serve (see http1.ParseRequest), has
+// trailers, or names a second host: a host field that is not its
+// :authority (or the first host field) in any case, which nginx and the
+// gateway's net/http path refuse (see oneHost).
 func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 	if s.Trailer != nil {
 		return false

@@ -72,7 +72,7 @@ func main() {
 	if len(specs) < 2 {
 		fail("need at least two -proxy")
 	}
-	cases := append(builtinCases(), h2Cases()...)
+	cases := append(append(builtinCases(), h2Cases()...), h2CoreCases()...)
 	if *seeds != "" {
 		more, err := seedCases(strings.Split(*seeds, ","))
 		if err != nil {
