@@ -54,11 +54,12 @@ var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canc
 // drops in the header (see dropTrailerClaims) before fasthttp's writer
 // sends it on.
 type clientBody struct {
-	r    io.Reader
-	head *fasthttp.RequestHeader // the request's, whose trailers are cleaned; nil: none
-	left int64
-	read int64 // bytes read so far, for the log
-	err  error // the error every Read returns once the body broke
+	r     io.Reader
+	head  *fasthttp.RequestHeader // the request's, whose trailers are cleaned; nil: none
+	left  int64
+	read  int64 // bytes read so far, for the log
+	ended bool  // the body was read to its end
+	err   error // the error every Read returns once the body broke
 }
 
 func newClientBody(r io.Reader, maxBody int) *clientBody {
@@ -98,8 +99,11 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		b.err = fmt.Errorf("%w: %w", errClientBody, err)
 		return 0, b.err
 	}
-	if err == io.EOF && b.head != nil {
-		dropTrailerClaims(b.head)
+	if err == io.EOF {
+		b.ended = true
+		if b.head != nil {
+			dropTrailerClaims(b.head)
+		}
 	}
 	return n, err
 }
