@@ -106,3 +106,30 @@ routes:
 		}
 	})
 }
+
+// TestAmbiguousKeyLingers: a 400 ambiguous_key, which closes the
+// connection, reaches a client that sends 16 MiB more behind its request:
+// the gateway reads and drops them (a lingering close) before it closes.
+// (The loops closed at once, with unread bytes: the client's sending
+// failed with a reset, and one that reads only once it has sent got the
+// reset in place of the answer.)
+func TestAmbiguousKeyLingers(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - name: keyed
+    upstream: up
+    policies:
+      rate_limit: {limit: 100, period: 1h, key: "header:X-Api-Key"}
+`, engine, up.URL))
+		next := []byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n" + strings.Repeat("x", 16<<20))
+		code, err, werr := answerWhileSending(t, gw.Addr, "GET / HTTP/1.1\r\nHost: x\r\nX-Api-Key: a\r\nX-Api-Key: b\r\n\r\n", next)
+		if err != nil || code != 400 || werr != nil {
+			t.Errorf("answer %d, %v (sending: %v); want 400", code, err, werr)
+		}
+	})
+}
