@@ -133,3 +133,34 @@ routes:
 		}
 	})
 }
+
+// TestBareLFHeadRefusedAtOnce: on the loops, a request head with a line
+// ending in LF alone gets its 400 as soon as the line is in, before the
+// head ends, and reaches no upstream. (The loops handed it to the
+// goroutine engine, whose fasthttp waits for the CRLF CRLF that ends a
+// head: the 400 came at server.read_header_timeout. The goroutine engine
+// still answers so: see docs/hostile-input.md.)
+func TestBareLFHeadRefusedAtOnce(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		if engine != "loop" {
+			t.Skip("fasthttp waits for the head's end (docs/hostile-input.md)")
+		}
+		u := startRecordingUpstream(t)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, read_header_timeout: 1h}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, u.Addr))
+		for _, head := range []string{"GET / HTTP/1.1\nHost: x\n\n", "GET / HTTP/1.1\r\nHost: x\r\n\n", "GET / HTTP/1.1\r\nHost: x\nX-A: b", "GET /\n"} {
+			code, err, _ := answerWhileSending(t, gw.Addr, head, nil)
+			if err != nil || code != 400 {
+				t.Errorf("%q: answer %d, %v; want 400 at once", head, code, err)
+			}
+		}
+		if n := u.count(); n != 0 {
+			t.Errorf("the upstream read %d requests", n)
+		}
+	})
+}

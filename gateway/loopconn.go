@@ -249,6 +249,10 @@ func (cc *clientConn) serve() gnet.Action {
 		}
 		hlen := bytes.Index(buf, crlf2) + 4
 		if hlen < 4 {
+			if http1.BareLF(buf) {
+				cc.refuseHead(now) // at once: fasthttp would wait for a CRLF CRLF
+				continue
+			}
 			if len(buf) > srv.MaxHeaderBytes || bytes.Contains(buf, lf2) || notHTTP11Line(buf) {
 				// fasthttp answers 431, parses bare line feeds, or answers
 				// a request line of another version (HTTP/0.9 has no head
