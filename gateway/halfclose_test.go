@@ -23,13 +23,7 @@ func TestHalfClosedClientStreamed(t *testing.T) {
 			w.Header().Set("Content-Length", fmt.Sprint(size))
 			io.WriteString(w, body)
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		gw := gatewayTo(t, engine, up.addr())
 		c, br := dialClient(t, gw.Addr)
 		io.WriteString(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
 		if err := c.(*net.TCPConn).CloseWrite(); err != nil {

@@ -70,13 +70,7 @@ func TestPipelinedAfterCloseNotServed(t *testing.T) {
 			w.(http.Flusher).Flush()
 			flushed <- struct{}{}
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		gw := gatewayTo(t, engine, up.addr())
 		c, br := dialClient(t, gw.Addr)
 		io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"+
 			"GET /2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"+
