@@ -1,6 +1,10 @@
 package gateway_test
 
-import "testing"
+import (
+	"net"
+	"testing"
+	"time"
+)
 
 // forEnginesAndProtos runs test once on each engine (server.engine) over
 // each of HTTP/1.1 and h2c: proto is "h1" or "h2c", as protoClient takes
@@ -24,4 +28,14 @@ upstreams:
   up: {targets: ["%s"]}
 routes:
 `+routes, append([]any{engine, up.URL}, args...)...))
+}
+
+// readLimited is a connection each of whose reads may wait up to
+// waitLimit: a deadline that moves on with the bytes, for a test that
+// reads so many that their total time depends on the machine.
+type readLimited struct{ net.Conn }
+
+func (c readLimited) Read(p []byte) (int, error) {
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	return c.Conn.Read(p)
 }
