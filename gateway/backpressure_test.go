@@ -33,13 +33,7 @@ func TestPipelineFloodBounded(t *testing.T) {
 			w.Header().Set("Content-Length", fmt.Sprint(respBody))
 			fmt.Fprintf(w, "%-*s", respBody, r.URL.Path)
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		gw := gatewayTo(t, engine, up.addr())
 		conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
 		if err != nil {
 			t.Fatal(err)

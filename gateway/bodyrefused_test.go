@@ -147,11 +147,7 @@ routes:
 func TestRefusedRequestClosesConnection(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startPathsUpstream(t, nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up.upstream, `
   - name: tier
     match: {path_prefix: /tier, headers: {X-Tier: small}}
     upstream: up
@@ -160,7 +156,7 @@ routes:
     upstream: up
     policies:
       rate_limit: {limit: 100, period: 1h, key: "header:X-Key"}
-`, engine, up.URL))
+`)
 		smuggled := "GET /keyed/smuggled HTTP/1.1\r\nHost: x\r\nX-Key: s\r\n\r\n"
 		for _, tc := range []struct{ name, head, reason string }{
 			{"route header", "POST /tier HTTP/1.1\r\nHost: x\r\nX-Tier: small\r\nX-Tier: big\r\n", "ambiguous_header"},

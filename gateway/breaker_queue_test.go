@@ -25,17 +25,13 @@ func TestQueuedRequestsPassBreakerAgain(t *testing.T) {
 			}
 			w.WriteHeader(http.StatusOK)
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up, `
   - name: q
     upstream: up
     policies:
       circuit_breaker: {consecutive_failures: 1, open_for: 1h}
       concurrency: {max: 1, queue: 3}
-`, engine, up.URL))
+`)
 		c := newClient(t)
 		codes := make(chan int, 4)
 		send := func() {

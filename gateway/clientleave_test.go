@@ -30,14 +30,10 @@ func TestClientLeaveCutsOnlyItsRequest(t *testing.T) {
 			case <-time.After(waitLimit):
 			}
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up, `
   - {name: shared, match: {path_prefix: /c}, upstream: up, policies: {coalesce: true}}
   - {name: all, upstream: up}
-`, engine, up.URL))
+`)
 		client := newClient(t)
 		for i := range rounds {
 			c, _ := dialClient(t, gw.Addr)

@@ -16,15 +16,11 @@ import (
 // each starting with ", "), in front of up.
 func startCoalescing(t *testing.T, engine string, up *upstream, extra string) *testGateway {
 	t.Helper()
-	return startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+	return routedGateway(t, engine, up, `
   - name: co
     upstream: up
     policies: {coalesce: true%s}
-`, engine, up.URL, extra))
+`, extra)
 }
 
 // callUpstream starts an upstream that numbers its calls from 1, holds each

@@ -69,11 +69,7 @@ func TestEnginesAnswerAlike(t *testing.T) {
 	for _, engine := range []string{"loop", "goroutine"} {
 		t.Run(engine, func(t *testing.T) {
 			up := engineUpstream(t)
-			gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+			gw := routedGateway(t, engine, up, `
   - name: limited
     match: {path_prefix: /limited}
     upstream: up
@@ -85,7 +81,7 @@ routes:
     policies:
       circuit_breaker: {failure_rate: 0.5}
       concurrency: {adaptive: {algorithm: default}}
-`, engine, up.URL))
+`)
 			conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
 			if err != nil {
 				t.Fatal(err)

@@ -43,3 +43,8 @@ func SetMaxHandshakes(t interface{ Cleanup(func()) }, n int) {
 
 // LingerTime is how long a lingering close reads at most.
 const LingerTime = lingerTime
+
+// WatchDelay is how long a request waits for its upstream before its
+// client's leaving is watched for (and a half-closed client taken to have
+// left).
+const WatchDelay = watchDelay

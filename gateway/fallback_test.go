@@ -125,16 +125,12 @@ func TestFallbackNeverKeepsPrivateAnswers(t *testing.T) {
 		t.Run(strings.Join(header, ":"), func(t *testing.T) {
 			forEngines(t, func(t *testing.T, engine string) {
 				primary := startSwitchable(t, "primary", header...)
-				tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+				tg := routedGateway(t, engine, primary.upstream, `
   - name: r
     upstream: up
     policies:
       fallback: {last_good: {}}
-`, engine, primary.URL))
+`)
 				c := newClient(t)
 				if res := get(t, c, tg.URL+"/a"); res.Code != 200 {
 					t.Fatalf("primary up: %d %s", res.Code, res.Body)
@@ -226,16 +222,12 @@ routes:
 func TestFallbackHonoursRequestNoStore(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		primary := startSwitchable(t, "primary")
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		tg := routedGateway(t, engine, primary.upstream, `
   - name: r
     upstream: up
     policies:
       fallback: {last_good: {}}
-`, engine, primary.URL))
+`)
 		c := newClient(t)
 		h := http.Header{"Authorization": {"alice"}, "Cache-Control": {"no-cache, No-Store"}}
 		if res := do(t, c, "GET", tg.URL+"/a", h, nil); res.Code != 200 {

@@ -25,16 +25,12 @@ func TestLastGoodNeverAnswersRequestsWithBodies(t *testing.T) {
 			}
 			fmt.Fprintf(w, "answer to %q", b)
 		})
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		tg := routedGateway(t, engine, up, `
   - name: r
     upstream: up
     policies:
       fallback: {last_good: {}}
-`, engine, up.URL))
+`)
 		c := newClient(t)
 		if res := do(t, c, "GET", tg.URL+"/search", nil, strings.NewReader("alice's query")); res.Code != 200 {
 			t.Fatalf("upstream up: %d %q", res.Code, res.Body)

@@ -27,17 +27,13 @@ func TestLastGoodVaryOnForwardedFor(t *testing.T) {
 			w.Header().Set("Vary", "X-Forwarded-For")
 			fmt.Fprintf(w, "private to %s", r.Header.Get("X-Forwarded-For"))
 		})
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		tg := routedGateway(t, engine, up, `
   - name: r
     upstream: up
     policies:
       circuit_breaker: {consecutive_failures: 1, open_for: 1h}
       fallback: {last_good: {}, status: 503, body: static}
-`, engine, up.URL))
+`)
 		alice := newClient(t)
 		if res := get(t, alice, tg.URL+"/me"); res.Code != 200 || res.Body != "private to 127.0.0.1" {
 			t.Fatalf("alice, upstream up: %d %q", res.Code, res.Body)
@@ -78,17 +74,13 @@ func TestLastGoodVaryCGINames(t *testing.T) {
 			w.Header().Set("Vary", "X-Tenant")
 			fmt.Fprintf(w, "private to %s", r.Header.Get("X_tenant"))
 		})
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		tg := routedGateway(t, engine, up, `
   - name: r
     upstream: up
     policies:
       circuit_breaker: {consecutive_failures: 1, open_for: 1h}
       fallback: {last_good: {}, status: 503, body: static}
-`, engine, up.URL))
+`)
 		c := newClient(t)
 		a := http.Header{"X_tenant": {"a"}}
 		if res := do(t, c, "GET", tg.URL+"/me", a, nil); res.Code != 200 || res.Body != "private to a" {

@@ -127,14 +127,10 @@ func TestLogFieldsDocumented(t *testing.T) {
 func TestRequestIDUnderRouteRules(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up, `
   - {name: removed, match: {path_prefix: /removed}, upstream: up, headers: {request: {remove: [X-Request-Id]}}}
   - {name: set, match: {path_prefix: /set}, upstream: up, headers: {request: {set: {X-Request-Id: fixed}}}}
-`, engine, up.URL))
+`)
 		c := newClient(t)
 		do(t, c, "GET", gw.URL+"/removed", http.Header{"X-Request-Id": {"client"}}, nil)
 		if h := up.lastRequest().Header; len(h.Values("X-Request-Id")) != 0 {

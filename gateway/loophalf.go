@@ -11,12 +11,11 @@ import (
 // sending side once its requests were sent (as nc -N and some HTTP/1.0
 // clients do): its loop read the end of the stream, and gnet then closes
 // the connection, whose socket this keeps (see detach). The request
-// upstream is answered, as on the goroutine engine, unless it has waited
-// watchDelay already: the client is then taken to have left, as there (see
-// clientWatch), and so it is if the wait passes watchDelay later (see
-// halfLeft). The
-// requests that came after it go to the goroutine engine, which answers
-// them and closes. It reports whether it took the connection: not when
+// upstream is answered, as on the goroutine engine, unless it waits
+// watchDelay: the client is then taken to have left, as there (see
+// clientWatch), and is answered 499 (see halfLeft), at once when the
+// request had waited watchDelay already. The requests that came after it
+// go to the goroutine engine, which answers them and closes. It reports whether it took the connection: not when
 // there is nothing to answer (no request came after the last response, or
 // that response closes the connection: the requests after it are never
 // served, RFC 9112 section 9.6), nor when responses wait unsent (gnet
@@ -27,8 +26,7 @@ func (cc *clientConn) halfClose() bool {
 	switch {
 	case c.OutboundBuffered() > 0,
 		cc.state == stateGone,
-		cc.state == stateIdle && (cc.closeNext || c.InboundBuffered() == 0),
-		cc.state == stateBusy && now.Sub(cc.start) >= watchDelay:
+		cc.state == stateIdle && (cc.closeNext || c.InboundBuffered() == 0):
 		return false
 	}
 	nc, err := detach(c)
@@ -51,6 +49,7 @@ func (cc *clientConn) halfClose() bool {
 	case stateBusy:
 		cc.half = nc
 		e.streams.Add(1) // until answerHalf
+		// Past watchDelay already, the timer fires at once.
 		time.AfterFunc(cc.start.Add(watchDelay).Sub(now), func() { e.execute(l, cc.halfLeft) })
 	}
 	return true

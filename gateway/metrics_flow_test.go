@@ -149,11 +149,7 @@ func TestMetricsPriorityClasses(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		g := newGate(1)
 		up := startUpstream(t, "up", func(_ http.ResponseWriter, r *http.Request) { g.wait(r) })
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		tg := routedGateway(t, engine, up, `
   - name: r
     upstream: up
     policies:
@@ -161,7 +157,7 @@ routes:
       priority:
         from: "header:X-Priority"
         shares: {critical: 1, normal: 0, best_effort: 0}
-`, engine, up.URL))
+`)
 		c := newClient(t)
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -203,13 +199,9 @@ func TestMetricsCoalescing(t *testing.T) {
 			g.wait(r)
 			fmt.Fprint(w, "answer")
 		})
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		tg := routedGateway(t, engine, up, `
   - {name: co, upstream: up, policies: {coalesce: true}}
-`, engine, up.URL))
+`)
 		c := newClient(t)
 		var wg sync.WaitGroup
 		for range n {

@@ -131,16 +131,12 @@ func TestMetricsInFlightAndQueue(t *testing.T) {
 			g.wait(r)
 			fmt.Fprint(w, "ok")
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up, `
   - name: q
     upstream: up
     policies:
       concurrency: {max: 1, queue: 2}
-`, engine, up.URL))
+`)
 		c := newClient(t)
 		var wg sync.WaitGroup
 		var failed atomic.Int64
@@ -264,13 +260,9 @@ func TestRequestDurationToEndOfBody(t *testing.T) {
 			g.wait(r)
 			_, _ = w.Write(make([]byte, size-size/2))
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up, `
   - {name: s, upstream: up}
-`, engine, up.URL))
+`)
 		resp, err := newClient(t).Get(gw.URL + "/")
 		if err != nil {
 			t.Fatal(err)
@@ -372,13 +364,9 @@ sluice_target_requests_total{class="success",target=%[2]q,upstream="up"} 15
 func TestMetricsRefusedReloadLeavesNoSeries(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up, other := startUpstream(t, "up", nil), startUpstream(t, "other", nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up, `
   - {name: old, upstream: up}
-`, engine, up.URL))
+`)
 		// A rate limit whose horizon no clock can hold fails to build (see
 		// TestInvalidReloadRefused), after the route before it was built.
 		unbuildable := parseConfig(t, `

@@ -6,40 +6,10 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/sluicehq/sluice/gateway"
 )
-
-// pathsUpstream is an upstream that answers "ok" and records the paths it
-// was asked for, in order.
-type pathsUpstream struct {
-	*upstream
-	mu    sync.Mutex
-	paths []string
-}
-
-func startPathsUpstream(t *testing.T, before func(w http.ResponseWriter, r *http.Request)) *pathsUpstream {
-	u := &pathsUpstream{}
-	u.upstream = startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
-		u.mu.Lock()
-		u.paths = append(u.paths, r.URL.Path)
-		u.mu.Unlock()
-		if before != nil {
-			before(w, r)
-		}
-		w.Header().Set("Content-Length", "2")
-		io.WriteString(w, "ok")
-	})
-	return u
-}
-
-func (u *pathsUpstream) seen() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return slices.Clone(u.paths)
-}
 
 // readCodes reads an answer for each of codes from br and checks its
 // status; when closes, it checks then that the last one says
@@ -100,13 +70,7 @@ func TestPipelinedAfterCloseNotServed(t *testing.T) {
 			w.(http.Flusher).Flush()
 			flushed <- struct{}{}
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		gw := gatewayTo(t, engine, up.addr())
 		c, br := dialClient(t, gw.Addr)
 		io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"+
 			"GET /2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"+

@@ -748,17 +748,13 @@ func TestRetryOnTimeout(t *testing.T) {
 			}
 			fmt.Fprint(w, "second attempt")
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up, `
   - name: rt
     upstream: up
     policies:
       timeout: 1s
       retry: {attempts: 2, on: [timeout], backoff: {initial: 1ms, max: 1ms, jitter: none}}
-`, engine, up.URL))
+`)
 		res := make(chan result, 1)
 		go func() {
 			r, err := tryDo(newClient(t), "GET", gw.URL+"/", nil, nil)

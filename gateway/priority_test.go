@@ -41,11 +41,7 @@ func TestPriorityShedsBestEffortFirst(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		})
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		tg := routedGateway(t, engine, up, `
   - name: r
     upstream: up
     policies:
@@ -54,7 +50,7 @@ routes:
         from: "header:X-Priority"
         default: best_effort
         shares: {critical: 0.8, normal: 0, best_effort: 0.2}
-`, engine, up.URL, limit, limit, limit))
+`, limit, limit, limit)
 		c := newClient(t)
 
 		served := map[string]int{}

@@ -23,16 +23,12 @@ func TestRateLimitKeyAuthorization(t *testing.T) {
 		for _, proto := range []string{"h1", "h2c"} {
 			t.Run(proto, func(t *testing.T) {
 				up := startUpstream(t, "up", nil)
-				gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+				gw := routedGateway(t, engine, up, `
   - name: keyed
     upstream: up
     policies:
       rate_limit: {limit: 1, period: 1h, key: "header:Authorization"}
-`, engine, up.URL))
+`)
 				c := protoClient(t, proto, nil, "")
 				for i, s := range []struct {
 					header http.Header

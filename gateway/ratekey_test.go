@@ -23,49 +23,41 @@ import (
 // client that sent a fresh value before its real key was never limited;
 // over HTTP/2, trailing whitespace made a fresh key too.)
 func TestRateLimitKeyHeaderAmbiguous(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
-		for _, proto := range []string{"h1", "h2c"} {
-			t.Run(proto, func(t *testing.T) {
-				up := startUpstream(t, "up", nil)
-				gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+	forEnginesAndProtos(t, func(t *testing.T, engine, proto string) {
+		up := startUpstream(t, "up", nil)
+		gw := routedGateway(t, engine, up, `
   - name: keyed
     upstream: up
     policies:
       rate_limit: {limit: 1, period: 1h, key: "header:X-Api-Key"}
-`, engine, up.URL))
-				c := protoClient(t, proto, nil, "")
-				steps := []struct {
-					header http.Header
-					code   int
-				}{
-					{http.Header{"X-Api-Key": {"fresh1", "real"}}, 400},
-					{http.Header{"X-Api-Key": {"fresh2", "real"}}, 400},
-					{http.Header{"X-Api-Key": {"fresh3, real"}}, 400},
-					{http.Header{"X-Api-Key": {"real"}, "X_api_key": {"fresh4"}}, 400},
-					{http.Header{"X-Api-Key": {"real"}}, 200},
-					{http.Header{"X-Api-Key": {"real"}}, 429},
-					{http.Header{"X-Api-Key": {" real\t"}}, 429},
-					{http.Header{"X_api_key": {"real"}}, 429},
-					{http.Header{"X-Api-Key": {"other"}}, 200},
-				}
-				for i, s := range steps {
-					r := do(t, c, "GET", gw.URL+"/", s.header, nil)
-					if r.Code != s.code {
-						t.Errorf("step %d (%q): status %d, want %d", i, s.header, r.Code, s.code)
-						continue
-					}
-					if s.code == 400 && r.errorBody(t).Error != "ambiguous_key" {
-						t.Errorf("step %d (%q): body %q, want ambiguous_key", i, s.header, r.Body)
-					}
-				}
-				if n := up.calls.Load(); n != 2 {
-					t.Errorf("the upstream got %d calls, want 2", n)
-				}
-			})
+`)
+		c := protoClient(t, proto, nil, "")
+		steps := []struct {
+			header http.Header
+			code   int
+		}{
+			{http.Header{"X-Api-Key": {"fresh1", "real"}}, 400},
+			{http.Header{"X-Api-Key": {"fresh2", "real"}}, 400},
+			{http.Header{"X-Api-Key": {"fresh3, real"}}, 400},
+			{http.Header{"X-Api-Key": {"real"}, "X_api_key": {"fresh4"}}, 400},
+			{http.Header{"X-Api-Key": {"real"}}, 200},
+			{http.Header{"X-Api-Key": {"real"}}, 429},
+			{http.Header{"X-Api-Key": {" real\t"}}, 429},
+			{http.Header{"X_api_key": {"real"}}, 429},
+			{http.Header{"X-Api-Key": {"other"}}, 200},
+		}
+		for i, s := range steps {
+			r := do(t, c, "GET", gw.URL+"/", s.header, nil)
+			if r.Code != s.code {
+				t.Errorf("step %d (%q): status %d, want %d", i, s.header, r.Code, s.code)
+				continue
+			}
+			if s.code == 400 && r.errorBody(t).Error != "ambiguous_key" {
+				t.Errorf("step %d (%q): body %q, want ambiguous_key", i, s.header, r.Body)
+			}
+		}
+		if n := up.calls.Load(); n != 2 {
+			t.Errorf("the upstream got %d calls, want 2", n)
 		}
 	})
 }
@@ -77,16 +69,12 @@ routes:
 func TestRateLimitKeyHeaderAmbiguousRaw(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+		gw := routedGateway(t, engine, up, `
   - name: keyed
     upstream: up
     policies:
       rate_limit: {limit: 1, period: 1h, key: "header:X-Api-Key"}
-`, engine, up.URL))
+`)
 		for _, lines := range []string{
 			"x-api-key: fresh\r\nX-API-KEY: real\r\n",
 			"X-Api-Key: fresh\r\nx_api-key: real\r\n",

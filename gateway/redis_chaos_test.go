@@ -104,7 +104,7 @@ func testRedisChaos(t *testing.T, engine, mode string, fault chaosFault, request
 	// control gateway talks to Redis directly and fails closed: its
 	// admissions come from Redis alone.
 	gw := startGatewayClock(t, chaosConfig(t, engine, proxy.Addr(), mode, chaosTimeout, up), nil)
-	ctl := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, "closed", 10*time.Second, up), nil)
+	ctl := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, "closed", upTimeout, up), nil)
 	c := newClient(t)
 
 	// The first call to Redis also dials it and loads the script: on a
@@ -175,6 +175,12 @@ func testRedisChaos(t *testing.T, engine, mode string, fault chaosFault, request
 	}
 }
 
+// upTimeout is store.redis.timeout where no test call waits for it (a
+// Redis that is down refuses connections at once): long enough that a
+// Redis that is up answers within it on a loaded machine, where
+// chaosTimeout turned a late answer into a degraded one.
+const upTimeout = 10 * time.Second
+
 // TestRedisDownAtStart starts the gateway while redis-server is down: it
 // serves all the same, answering as on_error says, and Redis decides once
 // it is up, on both engines.
@@ -185,7 +191,7 @@ func TestRedisDownAtStart(t *testing.T) {
 				srv := redistest.StartServer(t)
 				srv.Stop()
 				up := startUpstream(t, "up", nil)
-				gw := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, mode, chaosTimeout, up), nil)
+				gw := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, mode, upTimeout, up), nil)
 				c := newClient(t)
 				for i := range chaosLimit + 1 {
 					r := do(t, c, http.MethodGet, gw.URL+"/", http.Header{"X-Client": {"down"}}, nil)
@@ -195,7 +201,7 @@ func TestRedisDownAtStart(t *testing.T) {
 					}
 				}
 				srv.Restart()
-				ctl := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, "closed", 10*time.Second, up), nil)
+				ctl := startGatewayClock(t, chaosConfig(t, engine, srv.Addr, "closed", upTimeout, up), nil)
 				recoverRedis(t, c, gw, ctl, mode)
 				expectRedisLimit(t, c, gw, "after")
 			})

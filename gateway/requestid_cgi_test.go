@@ -37,13 +37,7 @@ func TestRequestIDCGINames(t *testing.T) {
 		for _, proto := range []string{"h1", "h2c"} {
 			t.Run(proto, func(t *testing.T) {
 				up := startUpstream(t, "up", nil)
-				gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+				gw := gatewayTo(t, engine, up.addr())
 				if r := do(t, protoClient(t, proto, nil, ""), "GET", gw.URL+"/", requestIDForms.Clone(), nil); r.Code != 200 {
 					t.Fatalf("status %d", r.Code)
 				}

@@ -15,15 +15,9 @@ import (
 // HTTP/2, " big " did too.) A route that does not look at the header
 // does not refuse it.
 func TestRouteHeaderAmbiguous(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
-		for _, proto := range []string{"h1", "h2c"} {
-			t.Run(proto, func(t *testing.T) {
-				up := startUpstream(t, "up", nil)
-				gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+	forEnginesAndProtos(t, func(t *testing.T, engine, proto string) {
+		up := startUpstream(t, "up", nil)
+		gw := routedGateway(t, engine, up, `
   - name: big
     match: {path_prefix: /m, headers: {X-Model: big}}
     upstream: up
@@ -31,32 +25,30 @@ routes:
       rate_limit: {limit: 1, period: 1h, key: route}
   - name: rest
     upstream: up
-`, engine, up.URL))
-				c := protoClient(t, proto, nil, "")
-				for i, s := range []struct {
-					path   string
-					header http.Header
-					code   int
-				}{
-					{"/m", http.Header{"X-Model": {"small", "big"}}, 400},
-					{"/m", http.Header{"X-Model": {"big"}, "X_model": {"small"}}, 400},
-					{"/m", http.Header{"X-Model": {"big"}}, 200},
-					{"/m", http.Header{"X-Model": {"big"}}, 429},
-					{"/m", http.Header{"X_model": {"big"}}, 429},
-					{"/m", http.Header{"X-Model": {" big\t"}}, 429},
-					{"/m", http.Header{"X-Model": {"small"}}, 200},
-					{"/other", http.Header{"X-Model": {"small", "big"}}, 200},
-				} {
-					r := do(t, c, "GET", gw.URL+s.path, s.header, nil)
-					if r.Code != s.code {
-						t.Errorf("step %d (%s %q): status %d, want %d", i, s.path, s.header, r.Code, s.code)
-						continue
-					}
-					if s.code == 400 && r.errorBody(t).Error != "ambiguous_header" {
-						t.Errorf("step %d: body %q, want ambiguous_header", i, r.Body)
-					}
-				}
-			})
+`)
+		c := protoClient(t, proto, nil, "")
+		for i, s := range []struct {
+			path   string
+			header http.Header
+			code   int
+		}{
+			{"/m", http.Header{"X-Model": {"small", "big"}}, 400},
+			{"/m", http.Header{"X-Model": {"big"}, "X_model": {"small"}}, 400},
+			{"/m", http.Header{"X-Model": {"big"}}, 200},
+			{"/m", http.Header{"X-Model": {"big"}}, 429},
+			{"/m", http.Header{"X_model": {"big"}}, 429},
+			{"/m", http.Header{"X-Model": {" big\t"}}, 429},
+			{"/m", http.Header{"X-Model": {"small"}}, 200},
+			{"/other", http.Header{"X-Model": {"small", "big"}}, 200},
+		} {
+			r := do(t, c, "GET", gw.URL+s.path, s.header, nil)
+			if r.Code != s.code {
+				t.Errorf("step %d (%s %q): status %d, want %d", i, s.path, s.header, r.Code, s.code)
+				continue
+			}
+			if s.code == 400 && r.errorBody(t).Error != "ambiguous_header" {
+				t.Errorf("step %d: body %q, want ambiguous_header", i, r.Body)
+			}
 		}
 	})
 }
@@ -69,15 +61,9 @@ routes:
 // went through the catch-all's policies.) A comma in a header that is no
 // list (Authorization's Digest credentials) is part of its one value.
 func TestRouteHeaderComma(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
-		for _, proto := range []string{"h1", "h2c"} {
-			t.Run(proto, func(t *testing.T) {
-				up := startUpstream(t, "up", nil)
-				gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+	forEnginesAndProtos(t, func(t *testing.T, engine, proto string) {
+		up := startUpstream(t, "up", nil)
+		gw := routedGateway(t, engine, up, `
   - name: small
     match: {path_prefix: /m, headers: {X-Tier: small}}
     upstream: up
@@ -88,31 +74,29 @@ routes:
     upstream: up
   - name: rest
     upstream: up
-`, engine, up.URL))
-				c := protoClient(t, proto, nil, "")
-				for i, s := range []struct {
-					path   string
-					header http.Header
-					code   int
-				}{
-					{"/m", http.Header{"X-Tier": {"small, big"}}, 400},
-					{"/m", http.Header{"X-Tier": {"big,small"}}, 400},
-					{"/m", http.Header{"X_tier": {"small,"}}, 400},
-					{"/m", http.Header{"X-Tier": {"small"}}, 200},
-					{"/m", http.Header{"X-Tier": {"big"}}, 200},
-					{"/d", http.Header{"Authorization": {`Digest username="a", realm="r"`}}, 200},
-					{"/other", http.Header{"X-Tier": {"small, big"}}, 200},
-				} {
-					r := do(t, c, "GET", gw.URL+s.path, s.header, nil)
-					if r.Code != s.code {
-						t.Errorf("step %d (%s %q): status %d %q, want %d", i, s.path, s.header, r.Code, r.Body, s.code)
-						continue
-					}
-					if s.code == 400 && r.errorBody(t).Error != "ambiguous_header" {
-						t.Errorf("step %d: body %q, want ambiguous_header", i, r.Body)
-					}
-				}
-			})
+`)
+		c := protoClient(t, proto, nil, "")
+		for i, s := range []struct {
+			path   string
+			header http.Header
+			code   int
+		}{
+			{"/m", http.Header{"X-Tier": {"small, big"}}, 400},
+			{"/m", http.Header{"X-Tier": {"big,small"}}, 400},
+			{"/m", http.Header{"X_tier": {"small,"}}, 400},
+			{"/m", http.Header{"X-Tier": {"small"}}, 200},
+			{"/m", http.Header{"X-Tier": {"big"}}, 200},
+			{"/d", http.Header{"Authorization": {`Digest username="a", realm="r"`}}, 200},
+			{"/other", http.Header{"X-Tier": {"small, big"}}, 200},
+		} {
+			r := do(t, c, "GET", gw.URL+s.path, s.header, nil)
+			if r.Code != s.code {
+				t.Errorf("step %d (%s %q): status %d %q, want %d", i, s.path, s.header, r.Code, r.Body, s.code)
+				continue
+			}
+			if s.code == 400 && r.errorBody(t).Error != "ambiguous_header" {
+				t.Errorf("step %d: body %q, want ambiguous_header", i, r.Body)
+			}
 		}
 	})
 }

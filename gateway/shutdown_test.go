@@ -12,13 +12,9 @@ func TestShutdownRightAfterServe(t *testing.T) {
 		up := startUpstream(t, "up", nil)
 		for range 20 {
 			t.Run("", func(t *testing.T) {
-				gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
+				gw := routedGateway(t, engine, up, `
   - {name: r, upstream: up}
-`, engine, up.URL))
+`)
 				gw.stop(t)
 			})
 		}

@@ -32,13 +32,7 @@ func TestClientLeaveCancels(t *testing.T) {
 				cancelled <- struct{}{}
 			}
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		gw := gatewayTo(t, engine, up.addr())
 		c, _ := dialClient(t, gw.Addr)
 		io.WriteString(c, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n")
 		g.awaitArrivals(t, 1)

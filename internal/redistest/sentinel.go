@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -201,8 +202,11 @@ func (d *Sentinel) Failover() *Server {
 	d.startFailover(sentinel, deadline)
 	var promoted *Server
 	poll(d.t, time.Until(deadline), "sentinels naming a new master", func() (bool, string) {
-		addr, err := masterAddr(sentinel)
-		if err == nil && addr == old.Addr && !failingOver(sentinel) {
+		// The address and the flag come from one reply: read apart,
+		// a failover could end between them, and this would start
+		// another, back to the old master.
+		addr, inProgress, err := failoverState(sentinel)
+		if err == nil && addr == old.Addr && !inProgress {
 			// The failover was aborted (a sentinel that gets no
 			// fresh INFO from a replica in time judges it unfit):
 			// try again.
@@ -262,11 +266,16 @@ func (d *Sentinel) startFailover(sentinel string, deadline time.Time) {
 	})
 }
 
-// failingOver reports whether the sentinel at addr has a failover of the
+// failoverState asks the sentinel at addr, in one command (SENTINEL
+// MASTER), for the master's host:port and whether it has a failover of the
 // master in progress.
-func failingOver(addr string) bool {
+func failoverState(addr string) (master string, inProgress bool, err error) {
 	info, err := DoStrings(addr, "SENTINEL", "MASTER", MasterName)
-	return err == nil && strings.Contains(field(info, "flags"), "failover_in_progress")
+	if err != nil {
+		return "", false, err
+	}
+	return net.JoinHostPort(field(info, "ip"), field(info, "port")),
+		strings.Contains(field(info, "flags"), "failover_in_progress"), nil
 }
 
 // poll calls cond every 10ms until it reports true, failing t if it has

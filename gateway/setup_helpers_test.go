@@ -1,0 +1,41 @@
+package gateway_test
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+// forEnginesAndProtos runs test once on each engine (server.engine) over
+// each of HTTP/1.1 and h2c: proto is "h1" or "h2c", as protoClient takes
+// it.
+func forEnginesAndProtos(t *testing.T, test func(t *testing.T, engine, proto string)) {
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, proto := range []string{"h1", "h2c"} {
+			t.Run(proto, func(t *testing.T) { test(t, engine, proto) })
+		}
+	})
+}
+
+// routedGateway starts a gateway on engine with one upstream, "up", whose
+// one target is up, and the routes in YAML (the list under "routes:",
+// with %s verbs filled from args).
+func routedGateway(t testing.TB, engine string, up *upstream, routes string, args ...any) *testGateway {
+	t.Helper()
+	return startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+`+routes, append([]any{engine, up.URL}, args...)...))
+}
+
+// readLimited is a connection each of whose reads may wait up to
+// waitLimit: a deadline that moves on with the bytes, for a test that
+// reads so many that their total time depends on the machine.
+type readLimited struct{ net.Conn }
+
+func (c readLimited) Read(p []byte) (int, error) {
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	return c.Conn.Read(p)
+}
