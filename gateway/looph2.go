@@ -204,7 +204,7 @@ func (h *loopH2) idle() bool {
 // HTTP/1.1 client that does not read; it notes when the wait began, again
 // each time the client takes some.
 func (h *loopH2) stalled(now time.Time) bool {
-	pending := h.c.OutboundBuffered() + h.core.BlockedBytes()
+	pending := h.c.OutboundBuffered() + h.core.StalledBytes()
 	switch {
 	case pending == 0:
 		h.outSince = time.Time{}
@@ -254,7 +254,7 @@ func (h *loopH2) flush() {
 		_, _ = h.c.Write(out)
 		h.core.Sent()
 	}
-	if h.core.BlockedBytes() > 0 || h.c.OutboundBuffered() > 0 {
+	if h.core.StalledBytes() > 0 || h.c.OutboundBuffered() > 0 {
 		h.awaitTaken()
 	}
 	if h.core.Closed() && !h.feeding {

@@ -154,6 +154,7 @@ func (h *loopH2) newBridge(s *h2loop.Stream) *h2Bridge {
 		b.readDL = time.Now().Add(rt) // as net/http's server bounds a request's body
 	}
 	s.Value = b
+	h.core.SetPaced(s, true) // its writer's deadline bounds its answer's wait
 	return b
 }
 
@@ -284,6 +285,11 @@ func (b *h2Bridge) loopTask() {
 			core.WriteTrailers(s, p.fields)
 		default:
 			core.WriteData(s, p.data, p.end)
+		}
+		if p.end || p.trailers || p.reset {
+			// No writer waits any more: the connection's write timeout
+			// bounds what the client leaves untaken.
+			core.SetPaced(s, false)
 		}
 	}
 	b.credit()

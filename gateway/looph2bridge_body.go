@@ -78,6 +78,7 @@ func (rb *bridgeBody) Close() error {
 	b.consumed += b.in.Len()
 	b.in = bytes.Buffer{}
 	b.scheduleLocked()
+	signal(b.readable) // a read waiting fails
 	return nil
 }
 

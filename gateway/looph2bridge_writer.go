@@ -80,12 +80,20 @@ func (w *bridgeWriter) Write(p []byte) (int, error) {
 func (w *bridgeWriter) Flush() { _ = w.FlushError() }
 
 // FlushError sends what was written, and returns the error that failed
-// it.
+// it: it waits, until the write deadline, for the client to take it, as
+// net/http's HTTP/2 server waits for the stream's window.
 func (w *bridgeWriter) FlushError() error {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	return w.flush(false)
+	if err := w.flush(false); err != nil {
+		return err
+	}
+	if err := w.b.waitSent(1); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
 }
 
 // SetReadDeadline moves the request body's read deadline.
@@ -124,7 +132,7 @@ func (w *bridgeWriter) flush(last bool) error {
 	}
 	for len(w.buf) > 0 || (last && trailers == nil) {
 		n := min(len(w.buf), bridgeChunk)
-		if err := w.b.waitCredit(); err != nil {
+		if err := w.b.waitSent(bridgeAhead); err != nil {
 			w.err = err
 			return err
 		}
@@ -214,9 +222,9 @@ func (w *bridgeWriter) trailers(last bool) []hpack.HeaderField {
 	return fs
 }
 
-// waitCredit waits while the answer bytes not yet sent reach bridgeAhead;
-// past the write deadline it resets the stream.
-func (b *h2Bridge) waitCredit() error {
+// waitSent waits while the answer bytes not yet sent reach limit; past
+// the write deadline it resets the stream.
+func (b *h2Bridge) waitSent(limit int) error {
 	for {
 		b.mu.Lock()
 		gone, ahead, dl := b.gone, b.queued+b.pending, b.writeDL
@@ -224,7 +232,7 @@ func (b *h2Bridge) waitCredit() error {
 		switch {
 		case gone:
 			return errStreamEnded
-		case ahead < bridgeAhead:
+		case ahead < limit:
 			return nil
 		case !await(b.writable, dl):
 			b.push(h2Part{reset: true})

@@ -54,9 +54,9 @@ type StreamHandler interface {
 	// the call only. The last call has end set, with s.Trailer set first
 	// when the request has trailers.
 	Data(s *Stream, p []byte, end bool)
-	// Writable is called when answer bytes of a taken stream that flow
-	// control held back were sent (see Conn.Pending), at the end of the
-	// frame that opened the window.
+	// Writable is called when answer bytes of a paced stream (see
+	// Conn.SetPaced) that flow control held back were sent (see
+	// Conn.Pending), at the end of the frame that opened the window.
 	Writable(s *Stream)
 }
 
@@ -89,6 +89,7 @@ type Conn struct {
 
 	blocked      []*Stream // streams whose DATA waits for a window, oldest first
 	blockedBytes int
+	pacedBytes   int // of blockedBytes, the paced streams' (see SetPaced)
 
 	ready []*Stream // requests arrived whole during Feed, served at its end
 
@@ -167,6 +168,11 @@ func (c *Conn) Active() int { return len(c.streams) }
 // BlockedBytes returns the response bytes that flow control holds back.
 func (c *Conn) BlockedBytes() int { return c.blockedBytes }
 
+// StalledBytes returns the response bytes that flow control holds back
+// for streams not paced by their handler (see SetPaced): how long they
+// wait is the caller's to bound.
+func (c *Conn) StalledBytes() int { return c.blockedBytes - c.pacedBytes }
+
 // ExpireArriving ends the requests that began before t and have not
 // arrived whole: each such stream is reset (CANCEL), and a header block
 // begun before t and not ended ends the connection (ENHANCE_YOUR_CALM),
@@ -218,7 +224,7 @@ func (c *Conn) Close() {
 			c.h.Cancel(s)
 		}
 	}
-	c.blocked, c.blockedBytes, c.ready = nil, 0, nil
+	c.blocked, c.blockedBytes, c.pacedBytes, c.ready = nil, 0, 0, nil
 }
 
 // Feed reads the whole frames at the start of b and returns how many bytes
@@ -590,7 +596,7 @@ func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 func (c *Conn) closeStream(s *Stream) {
 	delete(c.streams, s.ID)
 	if s.blocked {
-		c.blockedBytes -= len(s.pending)
+		c.hold(s, -len(s.pending))
 	}
 	s.end()
 }

@@ -61,7 +61,7 @@ func (c *Conn) WriteData(s *Stream, p []byte, end bool) {
 	s.answered = end
 	if len(s.pending) > 0 {
 		s.pending = append(s.pending, p...) // held back: a copy of its own
-		c.blockedBytes += len(p)
+		c.hold(s, len(p))
 		c.sendData(s)
 		return
 	}
@@ -69,8 +69,8 @@ func (c *Conn) WriteData(s *Stream, p []byte, end bool) {
 	c.sendData(s)
 	if len(s.pending) > 0 {
 		s.pending = append([]byte(nil), s.pending...) // p is the caller's
-		c.blockedBytes += len(s.pending)
 		s.blocked = true
+		c.hold(s, len(s.pending))
 		// The streams ended meanwhile (reset) leave the list here, or a
 		// client that never opens a window would have it grow.
 		c.blocked = slices.DeleteFunc(c.blocked, func(b *Stream) bool { return b.state == stateClosed })
@@ -97,6 +97,33 @@ func (c *Conn) WriteTrailers(s *Stream, fields []hpack.HeaderField) {
 
 // Pending returns how many bytes of s's answer flow control holds back.
 func (c *Conn) Pending(s *Stream) int { return len(s.pending) }
+
+// SetPaced says whether the handler bounds how long s's answer may wait
+// for the client's windows (its writer has a deadline): the bytes a paced
+// stream holds back count in BlockedBytes, not in StalledBytes.
+// Only a StreamHandler's streams may be paced; its Writable learns when
+// their bytes go.
+func (c *Conn) SetPaced(s *Stream, paced bool) {
+	if s.paced == paced || c.sh == nil {
+		return
+	}
+	if s.blocked {
+		n := len(s.pending)
+		if !paced {
+			n = -n
+		}
+		c.pacedBytes += n
+	}
+	s.paced = paced
+}
+
+// hold counts n more bytes that s holds back (fewer when n < 0).
+func (c *Conn) hold(s *Stream, n int) {
+	c.blockedBytes += n
+	if s.paced {
+		c.pacedBytes += n
+	}
+}
 
 // Reset ends s with RST_STREAM code, instead of an answer. A stream
 // already answered or ended takes nothing.
@@ -138,7 +165,7 @@ func (c *Conn) sendData(s *Stream) {
 		s.sendWindow -= int64(n)
 		c.sendWindow -= int64(n)
 		if s.blocked {
-			c.blockedBytes -= n
+			c.hold(s, -n)
 		}
 		if end {
 			c.finish(s)
@@ -164,7 +191,7 @@ func (c *Conn) sendData(s *Stream) {
 }
 
 // sendBlocked sends what the windows now allow of the bodies held back,
-// oldest first; the handler learns of the taken streams that sent some.
+// oldest first; the handler learns of the paced streams that sent some.
 func (c *Conn) sendBlocked() {
 	kept := c.blocked[:0]
 	var wrote []*Stream
@@ -178,7 +205,7 @@ func (c *Conn) sendBlocked() {
 		} else {
 			s.blocked = false
 		}
-		if s.streamed && s.state != stateClosed && len(s.pending) < before {
+		if s.paced && s.state != stateClosed && len(s.pending) < before {
 			wrote = append(wrote, s)
 		}
 	}

@@ -54,6 +54,7 @@ type Stream struct {
 	sendWindow int64
 	pending    []byte // response body held back by flow control
 	blocked    bool   // in the connection's blocked list
+	paced      bool   // see Conn.SetPaced
 }
 
 // end closes s.

@@ -112,13 +112,14 @@ func TestAnswerInParts(t *testing.T) {
 	h.headers(1, h.post("/rpc"), false)
 	h.feed()
 	s := h.opened[0]
+	h.c.SetPaced(s, true)
 	h.c.WriteHeaders(s, 200, []hpack.HeaderField{{Name: "content-type", Value: "application/grpc"}}, false)
 	if f := one(t, h.sent(), http2.FrameHeaders); f.end || field(f.fields, ":status") != "200" {
 		t.Fatalf("HEADERS %+v", f)
 	}
 	h.c.WriteData(s, []byte("0123456789abcdef"), false)
-	if n, end := dataBytes(h.sent(), 1); n != 10 || end || h.c.Pending(s) != 6 || h.c.BlockedBytes() != 6 {
-		t.Fatalf("sent %d (end %v), pending %d, blocked %d", n, end, h.c.Pending(s), h.c.BlockedBytes())
+	if n, end := dataBytes(h.sent(), 1); n != 10 || end || h.c.Pending(s) != 6 || h.c.BlockedBytes() != 6 || h.c.StalledBytes() != 0 {
+		t.Fatalf("sent %d (end %v), pending %d, blocked %d, stalled %d", n, end, h.c.Pending(s), h.c.BlockedBytes(), h.c.StalledBytes())
 	}
 	h.c.WriteData(s, []byte("gh"), false)
 	h.c.WriteTrailers(s, []hpack.HeaderField{{Name: "grpc-status", Value: "0"}})
@@ -128,6 +129,10 @@ func TestAnswerInParts(t *testing.T) {
 	_ = h.fr.WriteWindowUpdate(1, 5)
 	if n, _ := dataBytes(h.feed(), 1); n != 5 || len(h.writable) != 1 {
 		t.Fatalf("sent %d, writable %d", n, len(h.writable))
+	}
+	h.c.SetPaced(s, false) // its writer is done: the connection bounds the wait
+	if h.c.StalledBytes() != 3 {
+		t.Fatalf("stalled %d once not paced, want 3", h.c.StalledBytes())
 	}
 	_ = h.fr.WriteWindowUpdate(1, 100)
 	got := h.feed()
