@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -31,11 +32,12 @@ type loopH2 struct {
 	core     *h2loop.Conn
 	peer     netip.Addr
 	peerText []byte
-	free     []*h2Stream // streams' request state for reuse
-	feeding  bool        // in core.Feed: answers are flushed at its end
-	queued   bool        // in its loop's h2Out
-	ended    bool        // the connection closed: bridged streams' tasks do nothing
-	remote   string      // the client's address for bridged streams; "" until one
+	free     []*h2Stream          // streams' request state for reuse
+	feeding  bool                 // in core.Feed: answers are flushed at its end
+	queued   bool                 // in its loop's h2Out
+	ended    bool                 // the connection closed: bridged streams' tasks do nothing
+	remote   string               // the client's address for bridged streams; "" until one
+	tls      *tls.ConnectionState // the bridged streams' r.TLS; nil on h2c
 
 	lastActive time.Time // when a frame last came
 	wake       *time.Timer

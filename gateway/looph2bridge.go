@@ -83,7 +83,8 @@ func (h *loopH2) Open(s *h2loop.Stream) bool {
 	if s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) {
 		return false
 	}
-	return h.bridge(s, false)
+	h.bridge(s, false)
+	return true
 }
 
 // grpcStream reports whether s is a gRPC call.
@@ -103,17 +104,16 @@ func (h *loopH2) Data(s *h2loop.Stream, p []byte, end bool) {
 		return
 	}
 	b.mu.Lock()
-	if b.bodyClosed {
-		b.mu.Unlock()
-		h.core.Consumed(s, len(p))
-	} else {
+	dropped := b.bodyClosed
+	if !dropped {
 		b.in.Write(p)
-		b.mu.Unlock()
 	}
 	if end {
-		b.mu.Lock()
 		b.inEnd, b.trailer = true, s.Trailer
-		b.mu.Unlock()
+	}
+	b.mu.Unlock()
+	if dropped {
+		h.core.Consumed(s, len(p))
 	}
 	signal(b.readable)
 }
@@ -127,15 +127,15 @@ func (h *loopH2) Writable(s *h2loop.Stream) {
 }
 
 // bridge starts serving s, whose request arrived whole when whole is
-// set, on a goroutine; it reports false, the stream reset, when s's
-// request cannot be one of net/http's.
-func (h *loopH2) bridge(s *h2loop.Stream, whole bool) bool {
+// set, on a goroutine; it resets the stream (PROTOCOL_ERROR) instead when
+// s's request cannot be one of net/http's.
+func (h *loopH2) bridge(s *h2loop.Stream, whole bool) {
 	b := h.newBridge(s)
 	r, ok := h.bridgeRequest(s, b, whole)
 	if !ok {
 		h.core.Reset(s, http2.ErrCodeProtocol)
 		h.later()
-		return false
+		return
 	}
 	if whole {
 		b.in.Write(s.Body)
@@ -143,7 +143,6 @@ func (h *loopH2) bridge(s *h2loop.Stream, whole bool) bool {
 	}
 	w := &bridgeWriter{b: b, head: http.Header{}, method: s.Method}
 	go b.serve(w, r) // it ends with its stream, or its connection (see h2Bridge)
-	return true
 }
 
 // newBridge makes s a bridged stream.
@@ -160,14 +159,14 @@ func (h *loopH2) newBridge(s *h2loop.Stream) *h2Bridge {
 
 // bridgeRequest makes s's request one of net/http's, as its HTTP/2 server
 // makes it: Host from :authority (or the host field), cookie crumbs
-// joined, the URL from :path (the authority alone for a CONNECT without
-// :protocol), :protocol as a header, the declared trailers; its body read
-// from b.
+// joined, the URL from :path, :protocol as a header (an extended
+// CONNECT), the declared trailers; its body read from b, its context
+// b's.
 func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http.Request, bool) {
 	r := &http.Request{
 		Method: s.Method, Proto: "HTTP/2.0", ProtoMajor: 2,
 		Header: make(http.Header, len(s.Header)), Host: s.Authority, RequestURI: s.Path,
-		RemoteAddr: h.remoteAddr(), ContentLength: s.ContentLength,
+		RemoteAddr: h.remoteAddr(), ContentLength: s.ContentLength, TLS: h.tls,
 	}
 	for _, f := range s.Header {
 		k := http.CanonicalHeaderKey(f.Name)
@@ -197,16 +196,16 @@ func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http
 			}
 		}
 	}
+	r = r.WithContext(b.ctx)
 	switch {
 	case whole && len(s.Body) == 0 && s.Trailer == nil:
 		r.ContentLength, r.Body = 0, http.NoBody
 	case whole:
 		r.ContentLength = int64(len(s.Body))
-		r.Body = &bridgeBody{b: b, r: r}
+		r.Body = &bridgeBody{b: b, r: r} // r's Trailer takes the trailers
 	default:
 		r.Body = &bridgeBody{b: b, r: r}
 	}
-	r = r.WithContext(b.ctx)
 	return r, true
 }
 
@@ -218,11 +217,17 @@ func (h *loopH2) remoteAddr() string {
 	return h.remote
 }
 
-// serve runs the handler; a panic ends the stream (RST_STREAM
-// INTERNAL_ERROR), as net/http's server ends it, and is logged unless it
-// is http.ErrAbortHandler.
+// serve runs the handler through w.
 func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request) {
 	defer b.cancel()
+	b.answer(w, func() { b.h.l.e.g.h2.ServeHTTP(w, r) })
+}
+
+// answer runs write, which answers through w, then ends the answer; a
+// panic resets the stream instead (RST_STREAM INTERNAL_ERROR), as
+// net/http's server does, and is logged unless it is
+// http.ErrAbortHandler.
+func (b *h2Bridge) answer(w *bridgeWriter, write func()) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler {
@@ -233,7 +238,7 @@ func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request) {
 		}
 		w.finish()
 	}()
-	b.h.l.e.g.h2.ServeHTTP(w, r)
+	write()
 }
 
 // push hands part p to the loop.

@@ -28,19 +28,9 @@ func (b *h2Bridge) streamAnswer(w *bridgeWriter) {
 	if dl := cc.streamDeadline; !dl.IsZero() {
 		_ = b.up.SetDeadline(dl) // the route's timeout bounds the body too
 	}
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				if v != http.ErrAbortHandler {
-					b.h.l.e.g.log.Error("streaming an HTTP/2 answer", "panic", v)
-				}
-				b.push(h2Part{reset: true})
-				return
-			}
-			w.finish()
-		}()
+	b.answer(w, func() {
 		b.h.l.e.g.h2.writeBack(w, &http.Request{Method: w.method}, http.NewResponseController(w), &cc.ctx.Response)
-	}()
+	})
 	cc.ctx.Response.Reset() // closes the body: streamReuse is known
 	cc.ctx.Request.Reset()
 	b.mu.Lock()

@@ -25,6 +25,7 @@ func (f *fuzzHandler) Open(s *Stream) bool {
 		return false
 	}
 	f.taken[s] = true
+	f.c.SetPaced(s, s.ID%8 == 1)
 	return true
 }
 
@@ -38,6 +39,7 @@ func (f *fuzzHandler) Data(s *Stream, p []byte, end bool) {
 		f.c.WriteData(s, make([]byte, 150), false)
 		f.c.WriteData(s, make([]byte, 150), false)
 		f.c.WriteTrailers(s, []hpack.HeaderField{{Name: "x-t", Value: "1"}})
+		f.c.SetPaced(s, false)
 	}
 }
 
@@ -125,6 +127,9 @@ func FuzzConn(f *testing.F) {
 			if c.Active() > cfg.MaxConcurrentStreams {
 				t.Fatalf("%d streams open", c.Active())
 			}
+			if c.StalledBytes() < 0 || c.StalledBytes() > c.BlockedBytes() {
+				t.Fatalf("%d of %d answer bytes held back counted stalled", c.StalledBytes(), c.BlockedBytes())
+			}
 			if c.BlockedBytes() < 0 || c.BlockedBytes() > cfg.MaxBlockedBytes+cfg.MaxConcurrentStreams*300 {
 				t.Fatalf("%d answer bytes held back", c.BlockedBytes())
 			}
@@ -134,6 +139,9 @@ func FuzzConn(f *testing.F) {
 			c.Sent()
 		}
 		c.Close()
+		if c.BlockedBytes() != 0 || c.StalledBytes() != 0 {
+			t.Fatalf("after Close: %d bytes held back, %d stalled", c.BlockedBytes(), c.StalledBytes())
+		}
 		if len(h.open) != 0 || c.Active() != 0 {
 			t.Fatalf("after Close: %d streams waiting, %d open", len(h.open), c.Active())
 		}
