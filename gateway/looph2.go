@@ -21,11 +21,11 @@ import (
 // whole goes through the route's lifecycle as the loops' HTTP/1.1 requests
 // do, on a clientConn of its own (h2Stream) whose "connection" turns the
 // HTTP/1.1 answer the loop writes into HEADERS and DATA frames. The loops
-// serve the requests they can serve as HTTP/1.1 (see loopEngine): a
-// request they would hand to the goroutine engine is refused
-// (REFUSED_STREAM) instead, and a response that would stream from a
-// goroutine (a body past 64 KiB, or chunked) is reset (INTERNAL_ERROR):
-// an HTTP/2 connection cannot leave its loop for one stream.
+// serve so the requests they can serve as HTTP/1.1 (see loopEngine); a
+// request they would hand to the goroutine engine, and a response that
+// would stream from a goroutine (a body past 64 KiB, or chunked), are
+// served by a goroutine bridged to the loop instead (h2Bridge): an HTTP/2
+// connection cannot leave its loop for one stream.
 type loopH2 struct {
 	c        gnet.Conn
 	l        *loop
