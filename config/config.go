@@ -226,10 +226,12 @@ type HTTP2 struct {
 	// Loops serves h2c (prior knowledge) on the event loops rather than on
 	// net/http's HTTP/2 server: an experiment, off by default, for
 	// server.engine loop. The loops serve the requests they serve as
-	// HTTP/1.1 (a body and an answer of at most 64 KiB, a route that
-	// decides at once) and refuse the others (REFUSED_STREAM): gRPC,
-	// WebSocket, streamed or larger bodies, request trailers. The plaintext
-	// listener's Upgrade to h2c and HTTP/2 over TLS stay on net/http's.
+	// HTTP/1.1 (a body of known length up to 64 KiB, a route that decides
+	// at once) themselves, and every other stream (gRPC, WebSocket over
+	// HTTP/2, larger or streamed bodies, request trailers, streamed
+	// answers) through a goroutine bridged to the loop, with a stream
+	// window of 64 KiB. The plaintext listener's Upgrade to h2c and HTTP/2
+	// over TLS stay on net/http's.
 	Loops bool `yaml:"loops"`
 }
 

@@ -41,7 +41,7 @@ func unary(t *testing.T, c testgrpc.TestServiceClient, body string) (*status.Sta
 }
 
 func TestGRPCUnaryKeepsTrailersAndDeadline(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
 		_, c := grpcGateway(t, engine, up, "")
 		var tr metadata.MD
@@ -63,7 +63,7 @@ func TestGRPCUnaryKeepsTrailersAndDeadline(t *testing.T) {
 }
 
 func TestGRPCStreamingKinds(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
 		_, c := grpcGateway(t, engine, up, "")
 
@@ -141,7 +141,7 @@ func TestGRPCStreamingKinds(t *testing.T) {
 }
 
 func TestGRPCRateLimitIsResourceExhausted(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
 		_, c := grpcGateway(t, engine, up, `    policies: {rate_limit: {limit: 1, period: 1h, key: route}}`)
 		if st, _ := unary(t, c, "first"); st.Code() != codes.OK {
@@ -164,7 +164,7 @@ func TestGRPCRateLimitIsResourceExhausted(t *testing.T) {
 }
 
 func TestGRPCFailingUpstreamOpensBreaker(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
 		_, c := grpcGateway(t, engine, up, `    policies: {circuit_breaker: {consecutive_failures: 3, open_for: 1h}}`)
 		// NOT_FOUND says nothing against the upstream: it never opens.
@@ -197,7 +197,7 @@ func TestGRPCFailingUpstreamOpensBreaker(t *testing.T) {
 }
 
 func TestGRPCRetryOnlyIdempotentMethods(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
 		fc := clock.NewFake(time.Time{})
 		gw := startGatewayClock(t, parseConfig(t, `
@@ -251,7 +251,7 @@ routes:
 }
 
 func TestGRPCRejectionsAreGRPCAnswers(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		t.Run("timeout", func(t *testing.T) {
 			up := startGRPCUpstream(t)
 			_, c := grpcGateway(t, engine, up, `    policies: {timeout: 1s}`)
@@ -307,7 +307,7 @@ routes:
 // TestGRPCOverTLS makes calls through the TLS listener (HTTP/2 by ALPN):
 // a unary call and a bidi stream pass, with their trailers.
 func TestGRPCOverTLS(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)
 		up := startGRPCUpstream(t)
 		gw := startGateway(t, parseConfig(t, tlsGatewayConfig, engine, certList(ca.Server("localhost", "127.0.0.1")), "http://"+up.addr, ""))
@@ -375,7 +375,7 @@ routes:
 // route with header rules: the upstream sees the rules' and the proxy's
 // headers, the client the response rule's.
 func TestGRPCRouteRulesAndTrustedProxy(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
 		gw := startGateway(t, parseConfig(t, `
 trusted_proxies: [127.0.0.1/32]

@@ -22,7 +22,7 @@ import (
 // grpc-timeout had no bound: a client held a slot, and a stream upstream,
 // for as long as it liked by sending nothing.)
 func TestGRPCIdleTimeout(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		start := func(t *testing.T, idempotent string) (*testGateway, testgrpc.TestServiceClient) {
 			up := startGRPCUpstream(t)
 			gw := startGateway(t, parseConfig(t, `
@@ -122,7 +122,7 @@ routes:
 // forever, server.grpc_idle_timeout notwithstanding: a streamed call held
 // its slot, a held one its answer, however long the client liked.)
 func TestGRPCClientNotReading(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		// Passed on as it comes, and held whole (a call that may be
 		// retried), then sent.
 		for _, kind := range []struct{ name, route string }{

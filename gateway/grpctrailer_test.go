@@ -18,7 +18,7 @@ import (
 // held whole (a method that may be retried): the upstream gets the
 // request's message, without the trailers.
 func TestGRPCRequestTrailers(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		checkLeaks(t)
 		up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, err := io.ReadAll(r.Body)
@@ -80,7 +80,7 @@ routes:
 // connection, so a client that sent one cut every call on it, and could
 // trip the route's breaker, while they were passed on.)
 func TestGRPCRequestTrailersSpareOtherCalls(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
 		gw, victim := grpcGateway(t, engine, up, "")
 		s, err := victim.FullDuplexCall(callCtx(t))

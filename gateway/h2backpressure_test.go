@@ -57,7 +57,7 @@ func TestHTTP2Backpressure(t *testing.T) {
 		size  = 32 << 20
 		chunk = 64 << 10
 	)
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		checkLeaks(t) // first: it checks after the upstream has closed
 		ca := testpki.NewCA(t)
 		var down, up *stallWatch

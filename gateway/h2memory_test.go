@@ -18,7 +18,7 @@ import (
 // headers, held until server.read_timeout.)
 func TestHTTP2StreamsAnnouncingBodies(t *testing.T) {
 	const streams, announced = 256, 1 << 20
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		u := startRecordingUpstream(t)
 		gw := startGateway(t, parseConfig(t, `
 server: {engine: %s, http2: {max_concurrent_streams: %d}}

@@ -21,7 +21,7 @@ import (
 // the route's X-Env, the gateway's X-Request-Id and no X-Secret. (An h2
 // or h2c upstream got no trailers at all; an HTTP/1.1 one got them.)
 func TestHTTP2RequestTrailersToHTTP2Upstreams(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)
 		for _, proto := range []string{"h2c", "h2"} {
 			type seen struct {

@@ -67,6 +67,7 @@ func startGateway(t testing.TB, cfg *config.Config) *testGateway {
 func startGatewayClock(t testing.TB, cfg *config.Config, fc *clock.Fake) *testGateway {
 	t.Helper()
 	checkLeaks(t)
+	withH2Loops(cfg)
 	reg := prometheus.NewRegistry()
 	m, err := telemetry.New(reg)
 	if err != nil {

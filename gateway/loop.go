@@ -183,6 +183,11 @@ wait:
 			err = ctx.Err()
 		}
 	}
+	if err != nil {
+		// The WebSockets on the loops' HTTP/2 streams get their close
+		// frames before the loops stop (see tunnels.goAway).
+		e.g.tunnels.goAway()
+	}
 	return errors.Join(err, e.cli.Stop())
 }
 

@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -20,20 +21,23 @@ import (
 // whole goes through the route's lifecycle as the loops' HTTP/1.1 requests
 // do, on a clientConn of its own (h2Stream) whose "connection" turns the
 // HTTP/1.1 answer the loop writes into HEADERS and DATA frames. The loops
-// serve the requests they can serve as HTTP/1.1 (see loopEngine): a
-// request they would hand to the goroutine engine is refused
-// (REFUSED_STREAM) instead, and a response that would stream from a
-// goroutine (a body past 64 KiB, or chunked) is reset (INTERNAL_ERROR):
-// an HTTP/2 connection cannot leave its loop for one stream.
+// serve so the requests they can serve as HTTP/1.1 (see loopEngine); a
+// request they would hand to the goroutine engine, and a response that
+// would stream from a goroutine (a body past 64 KiB, or chunked), are
+// served by a goroutine bridged to the loop instead (h2Bridge): an HTTP/2
+// connection cannot leave its loop for one stream.
 type loopH2 struct {
 	c        gnet.Conn
 	l        *loop
 	core     *h2loop.Conn
 	peer     netip.Addr
 	peerText []byte
-	free     []*h2Stream // streams' request state for reuse
-	feeding  bool        // in core.Feed: answers are flushed at its end
-	queued   bool        // in its loop's h2Out
+	free     []*h2Stream          // streams' request state for reuse
+	feeding  bool                 // in core.Feed: answers are flushed at its end
+	queued   bool                 // in its loop's h2Out
+	ended    bool                 // the connection closed: bridged streams' tasks do nothing
+	remote   string               // the client's address for bridged streams; "" until one
+	tls      *tls.ConnectionState // the bridged streams' r.TLS; nil on h2c
 
 	lastActive time.Time // when a frame last came
 	wake       *time.Timer
@@ -98,6 +102,7 @@ func (cc *clientConn) serveH2() gnet.Action {
 		MaxConcurrentStreams: srv.HTTP2.MaxConcurrentStreams,
 		MaxHeaderListSize:    srv.MaxHeaderBytes,
 		StreamWindow:         loopBody,
+		ConnectProtocol:      WebSocketOverHTTP2(),
 	}, h)
 	if err != nil {
 		cc.l.e.g.log.Error("serving h2c on a loop", "error", err)
@@ -201,7 +206,7 @@ func (h *loopH2) idle() bool {
 // HTTP/1.1 client that does not read; it notes when the wait began, again
 // each time the client takes some.
 func (h *loopH2) stalled(now time.Time) bool {
-	pending := h.c.OutboundBuffered() + h.core.BlockedBytes()
+	pending := h.c.OutboundBuffered() + h.core.StalledBytes()
 	switch {
 	case pending == 0:
 		h.outSince = time.Time{}
@@ -251,7 +256,7 @@ func (h *loopH2) flush() {
 		_, _ = h.c.Write(out)
 		h.core.Sent()
 	}
-	if h.core.BlockedBytes() > 0 || h.c.OutboundBuffered() > 0 {
+	if h.core.StalledBytes() > 0 || h.c.OutboundBuffered() > 0 {
 		h.awaitTaken()
 	}
 	if h.core.Closed() && !h.feeding {
@@ -261,6 +266,7 @@ func (h *loopH2) flush() {
 
 // closed ends the connection: the requests still upstream are cancelled.
 func (h *loopH2) closed() {
+	h.ended = true
 	h.wake.Stop()
 	h.core.Close()
 	h.l.e.conns.Add(-1)
@@ -268,7 +274,7 @@ func (h *loopH2) closed() {
 }
 
 // Serve takes a request that arrived whole through its route's lifecycle,
-// or refuses it when the loops cannot serve it.
+// or to a goroutine (bridge) when the loops cannot serve it.
 func (h *loopH2) Serve(s *h2loop.Stream) {
 	st := h.stream()
 	st.s, s.Value = s, st
@@ -277,12 +283,14 @@ func (h *loopH2) Serve(s *h2loop.Stream) {
 	state := g.state.Load()
 	srv := &state.cfg.Server
 	if !h2Request(cc, s) {
-		h.refuse(st)
+		h.put(st)
+		h.bridge(s, true)
 		return
 	}
 	rt, ambiguous := state.route(&cc.head)
 	if ambiguous != "" || (rt != nil && !rt.loop) || (srv.MaxBodyBytes > 0 && len(cc.body) > srv.MaxBodyBytes) {
-		h.refuse(st)
+		h.put(st)
+		h.bridge(s, true)
 		return
 	}
 	cc.begin(state, rt, time.Now())
@@ -291,6 +299,10 @@ func (h *loopH2) Serve(s *h2loop.Stream) {
 // Cancel ends the request of a stream the client reset, or whose
 // connection closed, as a client that leaves ends an HTTP/1.1 one.
 func (h *loopH2) Cancel(s *h2loop.Stream) {
+	if b, ok := s.Value.(*h2Bridge); ok {
+		b.end()
+		return
+	}
 	st := s.Value.(*h2Stream)
 	cc := &st.cc
 	switch cc.state {
@@ -301,22 +313,6 @@ func (h *loopH2) Cancel(s *h2loop.Stream) {
 		h.dropStream(st)
 	}
 	h.put(st)
-}
-
-// refuse resets a stream the loops cannot serve.
-func (h *loopH2) refuse(st *h2Stream) {
-	h.core.Reset(st.s, http2.ErrCodeRefusedStream)
-	h.put(st)
-	h.later()
-}
-
-// unstreamed resets a stream whose response was to stream from a
-// goroutine (see loopH2).
-func (h *loopH2) unstreamed(st *h2Stream) {
-	h.dropStream(st)
-	h.core.Reset(st.s, http2.ErrCodeInternal)
-	h.put(st)
-	h.later()
 }
 
 // dropStream drops the response that was to stream, with its upstream
@@ -352,7 +348,13 @@ func (h *loopH2) put(st *h2Stream) {
 	if st.s == nil {
 		return
 	}
-	st.s.Value, st.s = nil, nil
+	st.s.Value = nil
+	h.recycle(st)
+}
+
+// recycle keeps st, whose stream is no longer its own, for another.
+func (h *loopH2) recycle(st *h2Stream) {
+	st.s = nil
 	cc := &st.cc
 	cc.gone, cc.closeNext, cc.wantClose = false, false, false
 	if len(h.free) < 16 {

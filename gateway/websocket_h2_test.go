@@ -207,7 +207,7 @@ func TestWebSocketOverHTTP2(t *testing.T) {
 	if !inXConnect(t) {
 		return
 	}
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		t.Run("messages", func(t *testing.T) {
 			up := startWSUpstream(t)
 			gw := wsGateway(t, engine, up, "")
@@ -388,7 +388,7 @@ func TestExtendedConnectNeedsGODEBUG(t *testing.T) {
 	if strings.Contains(os.Getenv("GODEBUG"), "http2xconnect=1") {
 		t.Skip("GODEBUG has http2xconnect=1")
 	}
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startWSUpstream(t)
 		gw := wsGateway(t, engine, up, "")
 		h := dialH2(t, gw.Addr)
@@ -422,7 +422,7 @@ func TestWebSocketOverHTTP2TargetNotSwitching(t *testing.T) {
 	if !inXConnect(t) {
 		return
 	}
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
 			r, err := http.ReadRequest(br)
 			if err != nil {
@@ -465,7 +465,7 @@ func TestWebSocketOverHTTP2SlowHandshake(t *testing.T) {
 		return
 	}
 	const readTimeout = 50 * time.Millisecond
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		checkLeaks(t)
 		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(10 * readTimeout) // net/http's read deadline is on the wall clock

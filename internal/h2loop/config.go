@@ -43,6 +43,11 @@ type Config struct {
 	// MaxControlFrames is how many PING, SETTINGS, PRIORITY and unknown
 	// frames the client may send between two requests. Default 1000.
 	MaxControlFrames int
+	// ConnectProtocol offers extended CONNECT (RFC 8441,
+	// SETTINGS_ENABLE_CONNECT_PROTOCOL): a CONNECT request with a
+	// :protocol pseudo-header field, which only a StreamHandler serves.
+	// Default false: a CONNECT request is malformed.
+	ConnectProtocol bool
 	// MaxEmptyData is how many DATA frames without data or END_STREAM the
 	// client may send between two requests. Default 100.
 	MaxEmptyData int

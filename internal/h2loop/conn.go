@@ -35,11 +35,37 @@ type Handler interface {
 	Cancel(s *Stream)
 }
 
+// StreamHandler is a Handler that may take a stream as soon as its
+// request headers have come, before its body: a stream that runs both
+// ways (gRPC streaming, WebSocket over HTTP/2), or whose body is not to
+// be held whole. The connection finds it by type assertion.
+type StreamHandler interface {
+	Handler
+	// Open is called when a stream's request headers have come and a
+	// body is to follow. Returning true takes the stream: its body goes
+	// to Data as it arrives, bounded by the stream's window, which opens
+	// again only as the handler calls Conn.Consumed; Serve is not called,
+	// and the handler answers with Conn.Respond, Conn.WriteHeaders,
+	// Conn.WriteData, Conn.WriteTrailers or Conn.Reset. Cancel is called
+	// when such a stream ends before its answer is sent whole. Returning
+	// false leaves the stream to be held whole and handed to Serve.
+	Open(s *Stream) bool
+	// Data gives a taken stream's body as it arrives; p is valid during
+	// the call only. The last call has end set, with s.Trailer set first
+	// when the request has trailers.
+	Data(s *Stream, p []byte, end bool)
+	// Writable is called when answer bytes of a paced stream (see
+	// Conn.SetPaced) that flow control held back were sent (see
+	// Conn.Pending), at the end of the frame that opened the window.
+	Writable(s *Stream)
+}
+
 // Conn is the server side of one HTTP/2 connection. See the package
 // documentation.
 type Conn struct {
 	cfg Config
 	h   Handler
+	sh  StreamHandler // h, when it is one; else nil
 	fr  *http2.Framer
 	rd  bytes.Reader // one whole frame, for fr
 	out bytes.Buffer // what is to be sent, written by fr
@@ -63,6 +89,7 @@ type Conn struct {
 
 	blocked      []*Stream // streams whose DATA waits for a window, oldest first
 	blockedBytes int
+	pacedBytes   int // of blockedBytes, the paced streams' (see SetPaced)
 
 	ready []*Stream // requests arrived whole during Feed, served at its end
 
@@ -91,17 +118,22 @@ func NewConn(cfg Config, h Handler) (*Conn, error) {
 		sendWindow:   65535,
 		recvWindow:   int64(cfg.ConnWindow),
 	}
+	c.sh, _ = h.(StreamHandler)
 	c.fr = http2.NewFramer(&c.out, &c.rd)
 	c.fr.SetMaxReadFrameSize(maxFrame)
 	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(4096, c.emit)
 	c.dec.SetMaxStringLength(cfg.MaxHeaderListSize)
 	c.enc = hpack.NewEncoder(&c.encBuf)
-	_ = c.fr.WriteSettings(
-		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: uint32(cfg.MaxConcurrentStreams)},
-		http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(cfg.StreamWindow)},
-		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(cfg.MaxHeaderListSize)},
-	)
+	settings := []http2.Setting{
+		{ID: http2.SettingMaxConcurrentStreams, Val: uint32(cfg.MaxConcurrentStreams)},
+		{ID: http2.SettingInitialWindowSize, Val: uint32(cfg.StreamWindow)},
+		{ID: http2.SettingMaxHeaderListSize, Val: uint32(cfg.MaxHeaderListSize)},
+	}
+	if cfg.ConnectProtocol {
+		settings = append(settings, http2.Setting{ID: http2.SettingEnableConnectProtocol, Val: 1})
+	}
+	_ = c.fr.WriteSettings(settings...)
 	if cfg.ConnWindow > 65535 {
 		_ = c.fr.WriteWindowUpdate(0, uint32(cfg.ConnWindow-65535))
 	}
@@ -136,6 +168,11 @@ func (c *Conn) Active() int { return len(c.streams) }
 // BlockedBytes returns the response bytes that flow control holds back.
 func (c *Conn) BlockedBytes() int { return c.blockedBytes }
 
+// StalledBytes returns the response bytes that flow control holds back
+// for streams not paced by their handler (see SetPaced): how long they
+// wait is the caller's to bound.
+func (c *Conn) StalledBytes() int { return c.blockedBytes - c.pacedBytes }
+
 // ExpireArriving ends the requests that began before t and have not
 // arrived whole: each such stream is reset (CANCEL), and a header block
 // begun before t and not ended ends the connection (ENHANCE_YOUR_CALM),
@@ -154,8 +191,8 @@ func (c *Conn) ExpireArriving(t time.Time) (oldest time.Time) {
 		oldest = c.hb.began
 	}
 	for _, s := range c.streams {
-		if s.state != stateOpen {
-			continue
+		if s.state != stateOpen || s.streamed {
+			continue // a taken stream's body is its handler's to time
 		}
 		if s.opened.Before(t) {
 			c.resetStream(s.ID, http2.ErrCodeCancel)
@@ -183,11 +220,11 @@ func (c *Conn) Close() {
 	for id, s := range c.streams {
 		delete(c.streams, id)
 		s.end()
-		if s.served && !s.answered {
+		if s.served && (!s.answered || s.streamed) {
 			c.h.Cancel(s)
 		}
 	}
-	c.blocked, c.blockedBytes, c.ready = nil, 0, nil
+	c.blocked, c.blockedBytes, c.pacedBytes, c.ready = nil, 0, 0, nil
 }
 
 // Feed reads the whole frames at the start of b and returns how many bytes
@@ -403,7 +440,7 @@ func (c *Conn) rstStream(f *http2.RSTStreamFrame) {
 	}
 	c.closeStream(s)
 	c.resets++
-	if s.served && !s.answered {
+	if s.served && (!s.answered || s.streamed) {
 		c.h.Cancel(s)
 	}
 	if c.resets > c.cfg.MaxResets {
@@ -448,6 +485,10 @@ func (c *Conn) data(f *http2.DataFrame) {
 			return
 		}
 	}
+	if s.streamed {
+		c.streamData(s, data, length-int64(len(data)), f.StreamEnded())
+		return
+	}
 	s.Body = append(s.Body, data...)
 	if s.ContentLength >= 0 && int64(len(s.Body)) > s.ContentLength {
 		c.resetStream(s.ID, http2.ErrCodeProtocol)
@@ -474,6 +515,50 @@ func (c *Conn) giveBack(n int64) {
 	}
 }
 
+// streamData gives data, a DATA frame's of a taken stream, to the
+// handler; its padding's share of the window is given back at once.
+func (c *Conn) streamData(s *Stream, data []byte, padding int64, end bool) {
+	s.received += int64(len(data))
+	if s.ContentLength >= 0 && (s.received > s.ContentLength || end && s.received != s.ContentLength) {
+		c.resetStream(s.ID, http2.ErrCodeProtocol)
+		return
+	}
+	if padding > 0 {
+		c.Consumed(s, int(padding))
+	}
+	if end {
+		c.bodyEnded(s)
+		c.sh.Data(s, data, true)
+		return
+	}
+	if len(data) > 0 {
+		c.sh.Data(s, data, false)
+	}
+}
+
+// bodyEnded marks the body of s, a taken stream, ended.
+func (c *Conn) bodyEnded(s *Stream) {
+	s.state = stateHalfClosed
+	c.control, c.emptyData = 0, 0
+}
+
+// Consumed tells the connection that the handler took n bytes of the body
+// of s, a taken stream (see StreamHandler.Open): the client may send as
+// many more. The window opens by a WINDOW_UPDATE once half of it is to be
+// given back, or at once for a window of less than 2 bytes. A stream
+// whose body has ended, or that ended, takes nothing.
+func (c *Conn) Consumed(s *Stream, n int) {
+	if n <= 0 || s.state != stateOpen || c.closed {
+		return
+	}
+	s.owed += int64(n)
+	if s.owed >= int64(c.cfg.StreamWindow)/2 {
+		_ = c.fr.WriteWindowUpdate(s.ID, uint32(s.owed))
+		s.recvWindow += s.owed
+		s.owed = 0
+	}
+}
+
 // arrived marks s's request whole: its body matches its content-length,
 // or the stream is malformed (RFC 9113 section 8.1.1).
 func (c *Conn) arrived(s *Stream) {
@@ -494,6 +579,9 @@ func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 	_ = c.fr.WriteRSTStream(id, code)
 	if s := c.streams[id]; s != nil {
 		c.closeStream(s)
+		if s.served && s.streamed && s.answered {
+			c.h.Cancel(s) // its answer was not sent whole
+		}
 		if s.served && !s.answered {
 			c.h.Cancel(s)
 			c.resets++
@@ -508,7 +596,7 @@ func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 func (c *Conn) closeStream(s *Stream) {
 	delete(c.streams, s.ID)
 	if s.blocked {
-		c.blockedBytes -= len(s.pending)
+		c.hold(s, -len(s.pending))
 	}
 	s.end()
 }

@@ -3,7 +3,12 @@
 // (Conn.Feed), and writes what the connection has to send (Conn.Output).
 // Nothing blocks and nothing starts a goroutine: a request whose headers
 // and body have arrived whole is handed to a Handler, which answers it at
-// once or later (Conn.Respond) on the loop's goroutine.
+// once or later (Conn.Respond) on the loop's goroutine. A StreamHandler
+// may take a stream at its HEADERS instead (StreamHandler.Open): its body
+// then comes as it arrives, the stream's window opening only as the
+// handler consumes it (Conn.Consumed), and its answer goes in parts
+// (Conn.WriteHeaders, Conn.WriteData, Conn.WriteTrailers) as flow control
+// allows.
 //
 // The connection reads a frame only once all of it is buffered, with
 // golang.org/x/net/http2's Framer, and header blocks with its hpack
@@ -11,9 +16,9 @@
 // PING, WINDOW_UPDATE, RST_STREAM, GOAWAY, HEADERS with CONTINUATION
 // (request headers and trailers), DATA with connection and stream flow
 // control both ways, and the stream states and protocol errors of RFC
-// 9113. It serves requests whose body fits in one stream window (see
-// Config.StreamWindow): a larger body is refused (REFUSED_STREAM), since
-// the connection holds a request's body whole before it hands it over.
+// 9113, and extended CONNECT (RFC 8441) when offered. A request it holds
+// whole must fit in one stream window (see Config.StreamWindow): a larger
+// body of a stream not taken is refused (REFUSED_STREAM).
 //
 // Hostile peers are bounded from the start: concurrent streams, the
 // decoded header list, the CONTINUATION frames and bytes of one header

@@ -11,10 +11,42 @@ import (
 // fuzzHandler answers some streams at once (with a body larger than the
 // client's window, so that answers wait), resets others and leaves the
 // rest waiting, as a loop whose upstreams answer later would.
+// It takes every stream whose id is 1 modulo 4 before its body, consumes
+// what comes, and answers it in parts at the body's end.
 type fuzzHandler struct {
 	c      *Conn
 	open   map[*Stream]bool
+	taken  map[*Stream]bool
 	served int
+}
+
+func (f *fuzzHandler) Open(s *Stream) bool {
+	if s.ID%4 != 1 {
+		return false
+	}
+	f.taken[s] = true
+	f.c.SetPaced(s, s.ID%8 == 1)
+	return true
+}
+
+func (f *fuzzHandler) Data(s *Stream, p []byte, end bool) {
+	if !f.taken[s] {
+		panic("Data of a stream not taken")
+	}
+	f.c.Consumed(s, len(p))
+	if end {
+		f.c.WriteHeaders(s, 200, nil, false)
+		f.c.WriteData(s, make([]byte, 150), false)
+		f.c.WriteData(s, make([]byte, 150), false)
+		f.c.WriteTrailers(s, []hpack.HeaderField{{Name: "x-t", Value: "1"}})
+		f.c.SetPaced(s, false)
+	}
+}
+
+func (f *fuzzHandler) Writable(s *Stream) {
+	if !f.taken[s] {
+		panic("Writable of a stream not taken")
+	}
 }
 
 func (f *fuzzHandler) Serve(s *Stream) {
@@ -30,6 +62,10 @@ func (f *fuzzHandler) Serve(s *Stream) {
 }
 
 func (f *fuzzHandler) Cancel(s *Stream) {
+	if f.taken[s] {
+		delete(f.taken, s)
+		return
+	}
 	if !f.open[s] {
 		panic("Cancel of a stream not waiting for its answer")
 	}
@@ -65,8 +101,8 @@ func FuzzConn(f *testing.F) {
 			return
 		}
 		cfg := Config{MaxConcurrentStreams: 4, MaxHeaderListSize: 1024, StreamWindow: 200, MaxBlockedBytes: 1000,
-			MaxResets: 8, MaxControlFrames: 50, MaxEmptyData: 5, MaxContinuations: 4}
-		h := &fuzzHandler{open: map[*Stream]bool{}}
+			MaxResets: 8, MaxControlFrames: 50, MaxEmptyData: 5, MaxContinuations: 4, ConnectProtocol: true}
+		h := &fuzzHandler{open: map[*Stream]bool{}, taken: map[*Stream]bool{}}
 		c, err := NewConn(cfg, h)
 		if err != nil {
 			t.Fatal(err)
@@ -91,6 +127,9 @@ func FuzzConn(f *testing.F) {
 			if c.Active() > cfg.MaxConcurrentStreams {
 				t.Fatalf("%d streams open", c.Active())
 			}
+			if c.StalledBytes() < 0 || c.StalledBytes() > c.BlockedBytes() {
+				t.Fatalf("%d of %d answer bytes held back counted stalled", c.StalledBytes(), c.BlockedBytes())
+			}
 			if c.BlockedBytes() < 0 || c.BlockedBytes() > cfg.MaxBlockedBytes+cfg.MaxConcurrentStreams*300 {
 				t.Fatalf("%d answer bytes held back", c.BlockedBytes())
 			}
@@ -100,6 +139,9 @@ func FuzzConn(f *testing.F) {
 			c.Sent()
 		}
 		c.Close()
+		if c.BlockedBytes() != 0 || c.StalledBytes() != 0 {
+			t.Fatalf("after Close: %d bytes held back, %d stalled", c.BlockedBytes(), c.StalledBytes())
+		}
 		if len(h.open) != 0 || c.Active() != 0 {
 			t.Fatalf("after Close: %d streams waiting, %d open", len(h.open), c.Active())
 		}

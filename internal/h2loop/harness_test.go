@@ -24,7 +24,31 @@ type harness struct {
 	served    []*Stream
 	cancelled []*Stream
 	onServe   func(s *Stream) // nil: the stream waits for the test
+
+	onOpen   func(s *Stream) bool // nil: no stream is taken before its body
+	opened   []*Stream
+	body     map[uint32][]byte // the taken streams' body so far
+	ended    map[uint32]bool   // the taken streams whose body ended
+	writable []*Stream
 }
+
+func (h *harness) Open(s *Stream) bool {
+	if h.onOpen == nil || !h.onOpen(s) {
+		return false
+	}
+	h.opened = append(h.opened, s)
+	return true
+}
+
+func (h *harness) Data(s *Stream, p []byte, end bool) {
+	if h.body == nil {
+		h.body, h.ended = map[uint32][]byte{}, map[uint32]bool{}
+	}
+	h.body[s.ID] = append(h.body[s.ID], p...)
+	h.ended[s.ID] = end
+}
+
+func (h *harness) Writable(s *Stream) { h.writable = append(h.writable, s) }
 
 func (h *harness) Serve(s *Stream) {
 	h.served = append(h.served, s)

@@ -27,6 +27,7 @@ type headerBlock struct {
 	tooBig    bool // past MaxHeaderListSize: answered 431
 	malformed bool
 	regular   bool // a regular field came: no pseudo-header after it
+	connect   bool // :protocol is allowed (Config.ConnectProtocol)
 	fields    []hpack.HeaderField
 }
 
@@ -38,7 +39,8 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 		c.fail(http2.ErrCodeProtocol, "even stream id")
 		return
 	}
-	c.hb = headerBlock{id: id, endStream: f.StreamEnded(), open: true, began: c.fedAt, fields: c.hb.fields[:0]}
+	c.hb = headerBlock{id: id, endStream: f.StreamEnded(), open: true, began: c.fedAt, fields: c.hb.fields[:0],
+		connect: c.cfg.ConnectProtocol && c.sh != nil}
 	switch s := c.streams[id]; {
 	case s != nil:
 		if s.state != stateOpen || s.trailing {
@@ -147,8 +149,12 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 			if !validPath(f.Value) {
 				return false
 			}
+		case ":protocol":
+			if !hb.connect || !httpguts.ValidHeaderFieldName(f.Value) {
+				return false // extended CONNECT is not offered
+			}
 		default:
-			return false // :protocol too: extended CONNECT is not offered
+			return false
 		}
 		for _, g := range hb.fields {
 			if g.Name == f.Name {
@@ -202,6 +208,10 @@ func (c *Conn) endBlock() {
 			return
 		}
 		s.Trailer = append([]hpack.HeaderField(nil), hb.fields...)
+		if s.streamed {
+			c.streamData(s, nil, 0, true)
+			return
+		}
 		c.arrived(s)
 		return
 	}
@@ -209,7 +219,11 @@ func (c *Conn) endBlock() {
 		c.resetStream(s.ID, http2.ErrCodeProtocol)
 		return
 	}
-	if s.ContentLength > int64(c.cfg.StreamWindow) {
+	if !hb.endStream && c.sh != nil && c.sh.Open(s) {
+		s.served, s.streamed = true, true
+		return
+	}
+	if s.ContentLength > int64(c.cfg.StreamWindow) || s.Protocol != "" {
 		c.resetStream(s.ID, http2.ErrCodeRefusedStream) // a body the window cannot hold
 		return
 	}
@@ -219,10 +233,11 @@ func (c *Conn) endBlock() {
 }
 
 // request sets s's request from fields, and reports false when it is
-// malformed (RFC 9113 section 8.3.1): a CONNECT request (not served here,
-// see Config), a :path that is neither absolute nor "*" for OPTIONS, a
-// pseudo-header field missing or empty, or content-length fields that are
-// not one length.
+// malformed (RFC 9113 section 8.3.1): a CONNECT request without
+// :protocol (not served here) or with it but without :authority (RFC
+// 8441 section 4), :protocol on another method, a :path that is neither
+// absolute nor "*" for OPTIONS, a pseudo-header field missing or empty,
+// or content-length fields that are not one length.
 func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 	var regular []hpack.HeaderField
 	for i, f := range fields {
@@ -239,9 +254,14 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 			s.Authority = f.Value
 		case ":path":
 			s.Path = f.Value
+		case ":protocol":
+			s.Protocol = f.Value
 		}
 	}
-	if s.Method == "" || s.Method == "CONNECT" || s.Scheme == "" || s.Path == "" {
+	if s.Method == "" || s.Scheme == "" || s.Path == "" || (s.Method == "CONNECT") != (s.Protocol != "") {
+		return false
+	}
+	if s.Protocol != "" && s.Authority == "" {
 		return false
 	}
 	if s.Path[0] != '/' && (s.Path != "*" || s.Method != "OPTIONS") {

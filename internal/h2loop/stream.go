@@ -22,16 +22,18 @@ const (
 type Stream struct {
 	// ID is the stream's identifier.
 	ID uint32
-	// Method, Scheme, Authority and Path are the request's pseudo-header
-	// fields (empty when absent).
-	Method, Scheme, Authority, Path string
+	// Method, Scheme, Authority, Path and Protocol are the request's
+	// pseudo-header fields (empty when absent); :protocol comes only on an
+	// extended CONNECT (see Config.ConnectProtocol).
+	Method, Scheme, Authority, Path, Protocol string
 	// Header holds the request's other fields in the order they came, with
 	// lower-case names. Cookie fields are as they came, one per crumb (RFC
 	// 9113 section 8.2.3).
 	Header []hpack.HeaderField
 	// Trailer holds the fields of the request's trailers; nil without.
 	Trailer []hpack.HeaderField
-	// Body is the request's body.
+	// Body is the request's body; nil on a stream taken before it (see
+	// StreamHandler.Open).
 	Body []byte
 	// ContentLength is the request's content-length; -1 without one.
 	ContentLength int64
@@ -39,14 +41,20 @@ type Stream struct {
 	Value any
 
 	state      streamState
-	served     bool      // handed to Serve
-	answered   bool      // Respond or Reset was called
-	trailing   bool      // a HEADERS frame of trailers has come
-	opened     time.Time // when its HEADERS came (the Feed's start)
+	served     bool                // handed to Serve, or taken by Open
+	streamed   bool                // taken by Open: its body goes to Data
+	answered   bool                // the answer's last part, or Reset, was given
+	headed     bool                // the answer's HEADERS were sent
+	received   int64               // a taken stream's body bytes so far
+	owed       int64               // a taken stream's body bytes consumed, not yet given back
+	trailer    []hpack.HeaderField // the answer's trailers, sent after pending
+	trailing   bool                // a HEADERS frame of trailers has come
+	opened     time.Time           // when its HEADERS came (the Feed's start)
 	recvWindow int64
 	sendWindow int64
 	pending    []byte // response body held back by flow control
 	blocked    bool   // in the connection's blocked list
+	paced      bool   // see Conn.SetPaced
 }
 
 // end closes s.
