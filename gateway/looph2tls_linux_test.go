@@ -1,14 +1,18 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 
@@ -233,5 +237,66 @@ func TestH2LoopsOverTLSH2load(t *testing.T) {
 	}
 	if n := gateway.LoopTLSConns(tg.Gateway); n != 4 {
 		t.Errorf("the loops took %d TLS connections, want h2load's 4", n)
+	}
+}
+
+// TestH2LoopsOverTLSUnreadAnswers opens its windows wide, asks for large
+// answers over TLS on the loops and never reads: once the answers waiting
+// to be sent pass their bound, the loop takes nothing more from the
+// connection, and closes it when the client sends on past the bound of
+// its decrypted, unread input.
+func TestH2LoopsOverTLSUnreadAnswers(t *testing.T) {
+	ca := testpki.NewCA(t)
+	answer := make([]byte, 60000)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "60000") // read whole by the loop, not streamed
+		_, _ = w.Write(answer)
+	})
+	tg := startGateway(t, parseConfig(t, `
+server: {engine: loop, http2: {loops: true}}
+tls: {listen: 127.0.0.1:0, certificates: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, certList(ca.Server("localhost", "127.0.0.1")), up.URL))
+	raddr, _ := net.ResolveTCPAddr("tcp", serveTLS(t, tg))
+	raw, err := net.DialTCP("tcp", nil, raddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_ = raw.SetReadBuffer(4096)
+	_ = raw.SetDeadline(time.Now().Add(waitLimit))
+	c := tls.Client(raw, &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	fr := http2.NewFramer(&b, nil)
+	b.WriteString(http2.ClientPreface)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30})
+	_ = fr.WriteWindowUpdate(0, 1<<30)
+	block := h2Headers(":method", "GET", ":scheme", "https", ":authority", "localhost", ":path", "/unread")
+	for id := uint32(1); id < 2*200; id += 2 {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
+	}
+	sent := 0
+	for sent < 64<<20 {
+		for b.Len() < 16<<10 {
+			_ = fr.WriteWindowUpdate(0, 1) // filler the loop decrypts, and takes only while it sends
+		}
+		n, err := c.Write(b.Bytes())
+		sent += n
+		b.Reset()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("after %d bytes: %v", sent, err)
+			}
+			break
+		}
+	}
+	if sent < 1<<20 || sent >= 64<<20 {
+		t.Fatalf("the connection ended after %d bytes", sent)
 	}
 }
