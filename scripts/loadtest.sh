@@ -277,7 +277,8 @@ h2_cpu() {
 	echo "$1 $2 $(( (after - before) * 1000 * 1000 / hz / done_ )) 0" | tee -a "$results" >&2
 }
 # h2_profile URL profiles sluice-h2loops under h2load on URL (a run of its
-# own, after the rounds).
+# own, after the rounds): the shares of the kernel and the gateway, its top
+# symbols, and the share of its crypto/ symbols.
 h2_profile() {
 	perf record -q -g -o "$work/perf.data" -p "$h2loops_pid" -- sleep "${DURATION%s}" >/dev/null 2>&1 & local prof=$!
 	h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "$1" >/dev/null
@@ -285,6 +286,8 @@ h2_profile() {
 	echo "CPU profile of sluice-h2loops under h2load on $1 (perf report, self time):"
 	perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -5 || true
 	perf report -i "$work/perf.data" --no-children --dsos sluice --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -30 || true
+	perf report -i "$work/perf.data" --no-children --dsos sluice --sort symbol --stdio 2>/dev/null |
+		awk '/^ +[0-9]/ && /crypto/ {s += $1} END {printf "crypto/ symbols (TLS, and any other): %.1f%% of all samples\n", s}' || true
 }
 # Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
