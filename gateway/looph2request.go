@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/sluicehq/sluice/internal/h2loop"
 	"github.com/sluicehq/sluice/internal/http1"
@@ -13,11 +14,15 @@ import (
 // HTTP/1.1 head with s's method and :path (a path that starts with several
 // slashes starting with one, as toFast makes it), Host from :authority (or
 // from the host field without one: RFC 9113 section 8.3.1; a host field
-// beside :authority is dropped, as net/http's server drops it), the other
-// fields as they came but the cookie crumbs joined in one Cookie field
-// (RFC 9113 section 8.2.3) and te (only "trailers", which is hop-by-hop),
-// and the body's length; then the body. It reports false when the request
-// is not one the loops serve (see http1.ParseRequest), or has trailers.
+// beside :authority, naming the same host, is dropped as net/http's server
+// drops it), the other fields as they came but the cookie crumbs joined in
+// one Cookie field (RFC 9113 section 8.2.3; empty crumbs left out, as
+// net/http's HTTP/2 path leaves them) and te (only "trailers", which is
+// hop-by-hop), and the body's length; then the body. It reports false when
+// the request is not one the loops serve (see http1.ParseRequest), has
+// trailers, or names a second host: a host field that is not its
+// :authority (or the first host field) in any case, which nginx and the
+// gateway's net/http path refuse (see oneHost).
 func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 	if s.Trailer != nil {
 		return false
@@ -37,10 +42,14 @@ func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 		case "host":
 			if host == "" {
 				host = f.Value
+			} else if !strings.EqualFold(f.Value, host) {
+				return false
 			}
 			continue
 		case "cookie":
-			cookies++
+			if f.Value != "" {
+				cookies++
+			}
 			continue
 		case "content-length", "te":
 			continue
@@ -54,7 +63,7 @@ func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 		b = append(b, "Cookie: "...)
 		sep := false
 		for _, f := range s.Header {
-			if f.Name == "cookie" {
+			if f.Name == "cookie" && f.Value != "" {
 				if sep {
 					b = append(b, "; "...)
 				}

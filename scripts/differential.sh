@@ -5,7 +5,11 @@
 # own, then reads the raw bytes each upstream got with net/http's strict
 # parser, fasthttp's and a lenient one, and reports where the proxies or
 # the parsers disagree (bench/cmd/differential documents the report).
-# HTTP/2 cases (raw frames) go to both proxies' TLS listeners.
+# HTTP/2 cases (raw frames) go to both proxies' TLS listeners, to one more
+# sluice TLS listener and, by prior knowledge (h2c), to two more sluice:
+# of each pair net/http's HTTP/2 server serves one (server.http2.loops
+# false), the event loops the other (true; HTTP/2 over TLS once the loops
+# serve it), so that the report compares the engines' HTTP/2.
 # nginx proxies as commonly configured: HTTP/1.1 and keep-alive to the
 # upstream, Host, X-Real-IP, X-Forwarded-For and -Proto set.
 #
@@ -31,8 +35,10 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-NGX=$(free_port); NGXS=$(free_port); SLL=$(free_port); SLG=$(free_port); SLT=$(free_port); SLTP=$(free_port)
+NGX=$(free_port); NGXS=$(free_port); SLL=$(free_port); SLG=$(free_port); SLT=$(free_port); SLTP=$(free_port); SLH=$(free_port); SLHL=$(free_port)
+SLTL=$(free_port); SLTLP=$(free_port)
 R_NGX=$(free_port); R_NGXS=$(free_port); R_SLL=$(free_port); R_SLG=$(free_port); R_SLT=$(free_port)
+R_SLH=$(free_port); R_SLHL=$(free_port); R_SLTL=$(free_port)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
 	-addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
@@ -58,13 +64,13 @@ http {
 NGINX
 nginx -c "$work/nginx.conf"
 
-# sluice_conf NAME ENGINE LISTEN RECORDER [TLS-LISTEN]
+# sluice_conf NAME SERVER LISTEN RECORDER [TLS-LISTEN]
 sluice_conf() {
 	{
 		echo "listen: 127.0.0.1:$3"
 		echo "admin: {listen: 127.0.0.1:$(free_port)}"
 		echo "log: {level: error}"
-		echo "server: {engine: $2}"
+		echo "server: {$2}"
 		[ -n "${5:-}" ] && echo "tls: {listen: 127.0.0.1:$5, certificates: [{cert_file: $work/cert.pem, key_file: $work/key.pem}]}"
 		echo "upstreams:"
 		echo "  rec: {targets: [\"http://127.0.0.1:$4\"]}"
@@ -72,12 +78,15 @@ sluice_conf() {
 		echo "  - {name: all, upstream: rec}"
 	} >"$work/$1.yaml"
 }
-sluice_conf loop loop "$SLL" "$R_SLL"
-sluice_conf goroutine goroutine "$SLG" "$R_SLG"
-sluice_conf tls loop "$SLTP" "$R_SLT" "$SLT"
+sluice_conf loop "engine: loop" "$SLL" "$R_SLL"
+sluice_conf goroutine "engine: goroutine" "$SLG" "$R_SLG"
+sluice_conf tls "engine: loop, http2: {loops: false}" "$SLTP" "$R_SLT" "$SLT"
+sluice_conf tlsloop "engine: loop, http2: {loops: true}" "$SLTLP" "$R_SLTL" "$SLTL"
+sluice_conf h2c "engine: loop, http2: {loops: false}" "$SLH" "$R_SLH"
+sluice_conf h2loop "engine: loop, http2: {loops: true}" "$SLHL" "$R_SLHL"
 go build -o "$work/sluice" ./cmd/sluice
 (cd bench && go build -o "$work/differential" ./cmd/differential)
-for c in loop goroutine tls; do
+for c in loop goroutine tls tlsloop h2c h2loop; do
 	"$work/sluice" serve --config "$work/$c.yaml" --watch=false 2>"$work/sluice-$c.log" & pids+=($!)
 done
 
@@ -87,5 +96,8 @@ seeds=gateway/testdata/fuzz/FuzzForward,internal/http1/testdata/fuzz/FuzzParseRe
 	-proxy "sluice-loop=127.0.0.1:$SLL@127.0.0.1:$R_SLL" \
 	-proxy "sluice-goroutine=127.0.0.1:$SLG@127.0.0.1:$R_SLG" \
 	-proxy "nginx-tls=tls://127.0.0.1:$NGXS@127.0.0.1:$R_NGXS" \
+	-proxy "sluice-h2c=h2c://127.0.0.1:$SLH@127.0.0.1:$R_SLH" \
+	-proxy "sluice-h2loop=h2c://127.0.0.1:$SLHL@127.0.0.1:$R_SLHL" \
 	-proxy "sluice-tls=tls://127.0.0.1:$SLT@127.0.0.1:$R_SLT" \
+	-proxy "sluice-tlsloop=tls://127.0.0.1:$SLTL@127.0.0.1:$R_SLTL" \
 	"$@"

@@ -19,6 +19,7 @@ type proxy struct {
 	name string
 	addr string // host:port
 	tls  bool
+	h2c  bool // an h2c listener (prior knowledge): the HTTP/2 cases alone
 	rec  *recorder
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,15 +16,29 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// h2Request is a request sent as HTTP/2 frames on stream 1 of a new TLS
-// connection (ALPN h2): its header fields exactly as given (pseudo-header
-// fields among them, in order, any bytes: the HPACK encoder checks
-// nothing), its DATA frames, then its trailer fields when there are any.
-// What the proxy forwards over HTTP/1.1 is read as for any other case.
+// h2Request is a request sent as HTTP/2 frames on stream 1 of a new
+// connection (TLS with ALPN h2, or h2c by prior knowledge): its header
+// fields exactly as given (pseudo-header fields among them, in order, any
+// bytes: the HPACK encoder checks nothing; on h2c a :scheme of "https"
+// is sent as "http"), its DATA frames, then its trailer fields when there
+// are any. The frame hooks add what a request alone cannot: frames
+// before and after it (the Framer allows illegal writes), or stream 1's
+// HEADERS written another way. What the proxy forwards over HTTP/1.1 is
+// read as for any other case.
 type h2Request struct {
 	fields  []hpack.HeaderField
 	data    []string
 	trailer []hpack.HeaderField
+	// note says what the hooks send, for the report.
+	note string
+	// before writes frames after the client's SETTINGS, before stream 1.
+	before func(fr *http2.Framer) error
+	// headers writes stream 1's header block in place of one HEADERS
+	// frame with END_HEADERS (and END_STREAM without data or trailers).
+	headers func(fr *http2.Framer, block []byte, endStream bool) error
+	// after writes frames after the request; encode encodes header
+	// fields with the connection's encoder.
+	after func(fr *http2.Framer, encode func([]hpack.HeaderField) []byte) error
 }
 
 // h2get is a GET of path with the usual pseudo-header fields, then the
@@ -49,25 +64,22 @@ func fields(kv ...string) []hpack.HeaderField {
 	return f
 }
 
-// exchangeH2 sends r to p (a TLS proxy) and reads the answer on stream 1:
-// each :status it gets, and how the stream ended ("ended", "rst CODE",
-// "goaway CODE", or "open" at the idle bound).
+// exchangeH2 sends r to p (a TLS or an h2c proxy) and reads the answer on
+// stream 1: each :status it gets, and how the stream ended ("ended", "rst
+// CODE", "goaway CODE", or "open" at the idle bound).
 func (p *proxy) exchangeH2(r *h2Request) (answer, error) {
-	d := net.Dialer{Timeout: whole}
-	c, err := tls.DialWithDialer(&d, "tcp", p.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	c, err := p.dialH2()
 	if err != nil {
-		return answer{}, fmt.Errorf("%s: %w", p.name, err)
+		return answer{}, err
 	}
 	defer c.Close()
-	if proto := c.ConnectionState().NegotiatedProtocol; proto != "h2" {
-		return answer{}, fmt.Errorf("%s: ALPN chose %q, not h2", p.name, proto)
-	}
 	start := time.Now()
 	_ = c.SetWriteDeadline(start.Add(whole))
 	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 		return answer{end: "write: " + err.Error()}, nil
 	}
 	fr := http2.NewFramer(c, c)
+	fr.AllowIllegalWrites = true
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
@@ -78,10 +90,26 @@ func (p *proxy) exchangeH2(r *h2Request) (answer, error) {
 		}
 		return block.Bytes()
 	}
+	reqFields := r.fields
+	if p.h2c {
+		reqFields = slices.Clone(r.fields)
+		for i, f := range reqFields {
+			if f.Name == ":scheme" && f.Value == "https" {
+				reqFields[i].Value = "http"
+			}
+		}
+	}
+	endStream := len(r.data) == 0 && len(r.trailer) == 0
 	err = fr.WriteSettings()
-	if err == nil {
-		err = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: encode(r.fields), EndHeaders: true,
-			EndStream: len(r.data) == 0 && len(r.trailer) == 0})
+	if err == nil && r.before != nil {
+		err = r.before(fr)
+	}
+	switch {
+	case err != nil:
+	case r.headers != nil:
+		err = r.headers(fr, encode(reqFields), endStream)
+	default:
+		err = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: encode(reqFields), EndHeaders: true, EndStream: endStream})
 	}
 	for i := 0; err == nil && i < len(r.data); i++ {
 		err = fr.WriteData(1, i == len(r.data)-1 && len(r.trailer) == 0, []byte(r.data[i]))
@@ -89,10 +117,35 @@ func (p *proxy) exchangeH2(r *h2Request) (answer, error) {
 	if err == nil && len(r.trailer) > 0 {
 		err = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: encode(r.trailer), EndHeaders: true, EndStream: true})
 	}
+	if err == nil && r.after != nil {
+		err = r.after(fr, encode)
+	}
 	if err != nil {
 		return answer{end: "write: " + err.Error()}, nil
 	}
 	return readH2Answer(c, fr, start), nil
+}
+
+// dialH2 opens a connection to p that speaks HTTP/2: TLS with ALPN h2,
+// or plaintext for h2c.
+func (p *proxy) dialH2() (net.Conn, error) {
+	d := net.Dialer{Timeout: whole}
+	if p.h2c {
+		c, err := d.Dial("tcp", p.addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		return c, nil
+	}
+	c, err := tls.DialWithDialer(&d, "tcp", p.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.name, err)
+	}
+	if proto := c.ConnectionState().NegotiatedProtocol; proto != "h2" {
+		c.Close()
+		return nil, fmt.Errorf("%s: ALPN chose %q, not h2", p.name, proto)
+	}
+	return c, nil
 }
 
 // readH2Answer reads frames until stream 1 ends or the idle or whole
@@ -225,6 +278,9 @@ func (r *h2Request) String() string {
 	}
 	for _, f := range r.trailer {
 		fmt.Fprintf(&b, "trailer %q: %q; ", f.Name, f.Value)
+	}
+	if r.note != "" {
+		b.WriteString(r.note)
 	}
 	return b.String()
 }

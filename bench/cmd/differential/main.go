@@ -5,7 +5,8 @@
 // starts the proxies and runs it.
 //
 //	differential -proxy nginx=127.0.0.1:8080@127.0.0.1:9080 -proxy loop=127.0.0.1:8081@127.0.0.1:9081 \
-//	    [-proxy name=tls://127.0.0.1:8443@127.0.0.1:9443] [-seeds dir,dir] [-run regexp] [-v]
+//	    [-proxy name=tls://127.0.0.1:8443@127.0.0.1:9443] [-proxy name=h2c://127.0.0.1:8082@127.0.0.1:9082] \
+//	    [-seeds dir,dir] [-run regexp] [-v]
 //
 // Each -proxy names a proxy, its listener and the loopback address of the
 // recorder it forwards to (started here: a recorder per proxy, so that
@@ -14,7 +15,10 @@
 // For each case of the corpus (corpus.go, and the Go fuzz corpus files of
 // -seeds) it writes the case's bytes on a new connection, reads the
 // answers until the connection closes or stays idle (the HTTP/2 cases of
-// h2.go go to the TLS proxies alone, as frames, ALPN h2), and takes the bytes
+// h2.go go, as frames, to the TLS proxies with ALPN h2 and to the h2c
+// proxies by prior knowledge; an h2c proxy takes no other case; every
+// proxy must answer a plaintext or TLS HTTP/1.1 GET, with which the
+// harness waits for it and probes it after each case), and takes the bytes
 // the recorder got meanwhile, per upstream connection. Those are read by
 // net/http's strict reader, by fasthttp's, and by a lenient reader of the
 // older servers' kind (parsers.go). The report lists:
@@ -26,8 +30,15 @@
 //	C  the upstream can read a client's claim as the proxy's: X-Forwarded-*,
 //	   X-Real-Ip, Forwarded, X-Request-Id (in any case, '_' for '-') or
 //	   a Host or target carrying the corpus's "evil";
-//	E  two plaintext proxies named sluice-* (the engines) answered or
-//	   forwarded differently;
+//	E  two proxies named sluice-* (the engines) answered or forwarded
+//	   differently: on an HTTP/1.1 case the plaintext ones, compared by
+//	   status and request lines; on an HTTP/2 case every one, compared by
+//	   status, how the stream ended and the whole head the upstream got
+//	   (the transport's own values masked: Host, a generated X-Request-Id,
+//	   the scheme), the first that ran it the reference. A difference
+//	   where an engine refused the stream (REFUSED_STREAM) and the
+//	   reference did not is expected of the loops' HTTP/2 until it serves
+//	   every stream, and counted apart as e;
 //	R  a parser reads the requests another reads, then refuses what
 //	   follows (an upstream of its kind answers an error and closes:
 //	   no smuggling, but the client gets an error).
@@ -53,7 +64,7 @@ func (p *proxyFlags) Set(s string) error { *p = append(*p, s); return nil }
 
 func main() {
 	var specs proxyFlags
-	flag.Var(&specs, "proxy", "name=[tls://]host:port@recorder-host:port (repeated; the first is the reference)")
+	flag.Var(&specs, "proxy", "name=[tls://|h2c://]host:port@recorder-host:port (repeated; the first is the reference)")
 	seeds := flag.String("seeds", "", "comma-separated directories of Go fuzz corpus files to add as cases")
 	run := flag.String("run", "", "only the cases whose name matches this regexp")
 	verbose := flag.Bool("v", false, "print every case's upstream bytes and readings, not only divergent ones")
@@ -61,7 +72,7 @@ func main() {
 	if len(specs) < 2 {
 		fail("need at least two -proxy")
 	}
-	cases := append(builtinCases(), h2Cases()...)
+	cases := append(append(builtinCases(), h2Cases()...), h2CoreCases()...)
 	if *seeds != "" {
 		more, err := seedCases(strings.Split(*seeds, ","))
 		if err != nil {
@@ -109,9 +120,14 @@ func parseProxy(s string) (*proxy, error) {
 	name, rest, ok := strings.Cut(s, "=")
 	addr, recAddr, ok2 := strings.Cut(rest, "@")
 	if !ok || !ok2 || name == "" {
-		return nil, fmt.Errorf("-proxy %q: want name=[tls://]host:port@recorder-host:port", s)
+		return nil, fmt.Errorf("-proxy %q: want name=[tls://|h2c://]host:port@recorder-host:port", s)
 	}
-	p := &proxy{name: name, addr: strings.TrimPrefix(addr, "tls://"), tls: strings.HasPrefix(addr, "tls://")}
+	p := &proxy{name: name, addr: addr}
+	if a, ok := strings.CutPrefix(addr, "tls://"); ok {
+		p.addr, p.tls = a, true
+	} else if a, ok := strings.CutPrefix(addr, "h2c://"); ok {
+		p.addr, p.h2c = a, true
+	}
 	rec, err := listenRecorder(recAddr)
 	if err != nil {
 		return nil, fmt.Errorf("-proxy %s: %w", name, err)
@@ -137,7 +153,7 @@ func (p *proxy) await() error {
 
 // outcome is one case's result on one proxy.
 type outcome struct {
-	skipped  bool // an HTTP/2 case on a plaintext proxy
+	skipped  bool // an HTTP/2 case on a plaintext proxy, or an HTTP/1.1 one on an h2c proxy
 	answer   answer
 	conns    [][]byte    // the bytes each upstream connection got
 	readings [][]reading // per connection, one reading per parser
@@ -153,14 +169,17 @@ const settle = 50 * time.Millisecond
 func (p *proxy) runAll(cases []testCase) []outcome {
 	out := make([]outcome, len(cases))
 	for i, c := range cases {
-		if c.h2 != nil && !p.tls {
+		if (c.h2 != nil && !p.tls && !p.h2c) || (c.h2 == nil && p.h2c) {
 			out[i] = outcome{skipped: true}
 			continue
 		}
 		m := p.rec.mark()
-		a, err := p.exchange(c.raw)
+		var a answer
+		var err error
 		if c.h2 != nil {
 			a, err = p.exchangeH2(c.h2)
+		} else {
+			a, err = p.exchange(c.raw)
 		}
 		if err != nil {
 			a.end = err.Error()

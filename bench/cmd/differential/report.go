@@ -21,7 +21,7 @@ const evil = "evil"
 
 // flags returns the report's findings on one case (see the command's
 // documentation), one line each, prefixed with their letter.
-func flags(proxies []*proxy, res []outcome) []string {
+func flags(proxies []*proxy, res []outcome, h2 bool) []string {
 	var out []string
 	r := slices.IndexFunc(res, func(o outcome) bool { return !o.skipped })
 	if r < 0 {
@@ -56,21 +56,93 @@ func flags(proxies []*proxy, res []outcome) []string {
 			out = append(out, fmt.Sprintf("C %s: %s", p.name, s))
 		}
 	}
+	out = append(out, engineFlags(proxies, res, h2)...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// engineFlags compares the engines (the proxies named sluice-*) on one
+// case: on an HTTP/1.1 case the plaintext ones, by status and request
+// lines (engineKey); on an HTTP/2 case every one that ran it, by status,
+// how the stream ended and the heads (h2Key). A difference where an
+// engine refused the stream and the reference did not is an e.
+func engineFlags(proxies []*proxy, res []outcome, h2 bool) []string {
 	var engines []int
 	for i, p := range proxies {
-		if strings.HasPrefix(p.name, "sluice") && !p.tls && !res[i].skipped {
+		if strings.HasPrefix(p.name, "sluice") && (h2 || !p.tls) && !res[i].skipped {
 			engines = append(engines, i)
 		}
 	}
+	key := func(i int) string {
+		if h2 {
+			return res[i].answer.String() + " > " + h2Key(proxies[i], res[i])
+		}
+		return fmt.Sprint(res[i].answer.statuses) + " > " + engineKey(res[i])
+	}
+	var out []string
 	for _, i := range engines[min(1, len(engines)):] {
-		a, b := res[engines[0]], res[i]
-		if fmt.Sprint(a.answer.statuses) != fmt.Sprint(b.answer.statuses) || engineKey(a) != engineKey(b) {
-			out = append(out, fmt.Sprintf("E %s %s > %s, %s %s > %s", proxies[engines[0]].name, a.answer, engineKey(a),
-				proxies[i].name, b.answer, engineKey(b)))
+		r := engines[0]
+		if key(r) == key(i) {
+			continue
+		}
+		letter := "E"
+		if res[i].answer.end == refused && res[r].answer.end != refused {
+			letter = "e"
+		}
+		a, b := res[r], res[i]
+		if h2 {
+			out = append(out, fmt.Sprintf("%s %s %s > %s, %s %s > %s", letter, proxies[r].name, a.answer, h2Key(proxies[r], a),
+				proxies[i].name, b.answer, h2Key(proxies[i], b)))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s %s > %s, %s %s > %s", letter, proxies[r].name, a.answer, engineKey(a),
+			proxies[i].name, b.answer, engineKey(b)))
+	}
+	return out
+}
+
+// refused is how an HTTP/2 answer ends when the server refused the stream.
+const refused = "rst REFUSED_STREAM"
+
+// h2Key is what net/http read from everything p's upstream got, each
+// request's head whole: request line, body length and the header and
+// trailer fields sorted by name, the transport's own values masked (the
+// Host, naming p's recorder; a generated X-Request-Id; the scheme of p's
+// listener in X-Forwarded-Proto), so that engines behind different
+// listeners compare. A Content-Length that is the body's length is left
+// out: an engine that holds the body whole sends its length, one that
+// streams it sends it chunked, and the upstream reads the same body.
+func h2Key(p *proxy, o outcome) string {
+	scheme := "http"
+	if p.tls {
+		scheme = "https"
+	}
+	var b strings.Builder
+	for _, rs := range o.readings {
+		for _, m := range rs[0].Msgs {
+			fmt.Fprintf(&b, "%s %q body=%d {", m.Method, m.Target, len(m.Body))
+			hs := slices.DeleteFunc(slices.Clone(m.Header), func(kv [2]string) bool {
+				return kv[0] == "Content-Length" && kv[1] == fmt.Sprint(len(m.Body))
+			})
+			for i, kv := range hs {
+				switch {
+				case kv[0] == "X-Request-Id" && !strings.Contains(kv[1], evil):
+					hs[i][1] = "*"
+				case kv[0] == "X-Forwarded-Proto" && kv[1] == scheme:
+					hs[i][1] = "$scheme"
+				}
+			}
+			sort.SliceStable(hs, func(i, j int) bool { return hs[i][0] < hs[j][0] })
+			for _, kv := range hs {
+				fmt.Fprintf(&b, "%s: %q; ", kv[0], kv[1])
+			}
+			b.WriteString("} ")
+		}
+		if rs[0].Err != "" {
+			b.WriteString("! ")
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i][0] < out[j][0] })
-	return out
+	return b.String()
 }
 
 // refuses reports whether a reads the first messages b reads and then
@@ -158,13 +230,13 @@ func report(w io.Writer, proxies []*proxy, cases []testCase, results [][]outcome
 		for i := range proxies {
 			res[i] = results[i][ci]
 		}
-		found := flags(proxies, res)
+		found := flags(proxies, res, c.h2 != nil)
 		letters := map[byte]bool{}
 		for _, f := range found {
 			letters[f[0]] = true
 		}
 		tag := ""
-		for _, l := range []byte("ABCER") {
+		for _, l := range []byte("ABCEeR") {
 			if letters[l] {
 				tag += string(l)
 				counts[l]++
@@ -197,8 +269,8 @@ func report(w io.Writer, proxies []*proxy, cases []testCase, results [][]outcome
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nfindings: A %d (forwarded vs refused), B %d (parsers disagree), C %d (spoofable), E %d (engines differ), R %d (a parser refuses)\n",
-		counts['A'], counts['B'], counts['C'], counts['E'], counts['R'])
+	fmt.Fprintf(w, "\nfindings: A %d (forwarded vs refused), B %d (parsers disagree), C %d (spoofable), E %d (engines differ), e %d (an engine refused the stream: expected), R %d (a parser refuses)\n",
+		counts['A'], counts['B'], counts['C'], counts['E'], counts['e'], counts['R'])
 }
 
 // strictSummary is what net/http read from everything the upstream got:
