@@ -176,8 +176,10 @@ type Server struct {
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxBodyBytes limits the size of a request body, a gRPC call's
 	// request included (RESOURCE_EXHAUSTED past it); 0 means no limit.
-	// A longer body is answered 413, and an HTTP/1.x connection closes
-	// after the answer (see README, "A refused body closes"). Default 0.
+	// A longer body is answered 413, at the request's head when its
+	// Content-Length declares it (an Expect: 100-continue then gets the
+	// 413, not 100), and an HTTP/1.x connection closes after the answer
+	// (see README, "A refused body closes"). Default 0.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
 	// flight before closing them. Default 30s. WebSocket connections still

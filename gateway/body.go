@@ -54,11 +54,12 @@ var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canc
 // drops in the header (see dropTrailerClaims) before fasthttp's writer
 // sends it on.
 type clientBody struct {
-	r    io.Reader
-	head *fasthttp.RequestHeader // the request's, whose trailers are cleaned; nil: none
-	left int64
-	read int64 // bytes read so far, for the log
-	err  error // the error every Read returns once the body broke
+	r     io.Reader
+	head  *fasthttp.RequestHeader // the request's, whose trailers are cleaned; nil: none
+	left  int64
+	read  int64 // bytes read so far, for the log
+	ended bool  // the body was read to its end
+	err   error // the error every Read returns once the body broke
 }
 
 func newClientBody(r io.Reader, maxBody int) *clientBody {
@@ -98,8 +99,11 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		b.err = fmt.Errorf("%w: %w", errClientBody, err)
 		return 0, b.err
 	}
-	if err == io.EOF && b.head != nil {
-		dropTrailerClaims(b.head)
+	if err == io.EOF {
+		b.ended = true
+		if b.head != nil {
+			dropTrailerClaims(b.head)
+		}
 	}
 	return n, err
 }
@@ -160,16 +164,14 @@ func readLength(r io.Reader, n int) ([]byte, error) {
 }
 
 // trailerClaim reports whether k, the name of a request's trailer field,
-// would speak for the gateway or the connection, so that the field is
-// dropped: hop-by-hop ones, the X-Forwarded-* the gateway sets, Forwarded
-// and X-Real-IP (http1.ForwardedHeader), the other X-Forwarded-*
-// (http1.ForwardedClaim: a trusted proxy's too, as fasthttp refuses their
-// '-' forms in a trailer whoever sends them), X-Request-Id, and
-// Content-Length and Transfer-Encoding, in any case and with '_' for '-'
-// (many upstreams read trailers with the header, and CGI-style ones read
-// '_' as '-'). fasthttp refuses some of them itself (the '-' forms of
-// X-Forwarded-*, Host, the framing fields).
+// would speak for the gateway, the connection or the framing, so that the
+// field is dropped: those http1.Drop drops from a trailer section, the
+// other X-Forwarded-* of a trusted proxy too (fasthttp refuses their '-'
+// forms in a trailer whoever sends them), and the trace context (many
+// upstreams read trailers with the header). fasthttp refuses some of them
+// itself (the '-' forms of X-Forwarded-*, Host, the framing fields).
 func trailerClaim(k []byte) bool {
-	return http1.IsHop(k, nil) || http1.ForwardedHeader(k) || http1.ForwardedClaim(k) || http1.RequestIDHeader(k) ||
-		http1.CGIName(k, "Content-Length") || http1.CGIName(k, "Transfer-Encoding")
+	return trailerDrop.Drops(k)
 }
+
+var trailerDrop = http1.Drop{Trace: true, Trailer: true}

@@ -156,6 +156,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		IdleTimeout:                  cfg.Server.IdleTimeout.D(),
 		WriteTimeout:                 cfg.Server.WriteTimeout.D(), // a bound per write for streams: see paceClient
 		HeaderReceived:               g.headerReceived,
+		ExpectHandler:                g.expect,
 		ReadBufferSize:               cfg.Server.MaxHeaderBytes,
 		StreamRequestBody:            true,
 		DisablePreParseMultipartForm: true,
@@ -193,10 +194,35 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 		}
 	}
 	s := g.state.Load().cfg.Server
+	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && h.IsHTTP11() && len(h.Peek("Expect")) == 0 {
+		// Held as an Expect: 100-continue is (see expect), which fasthttp
+		// reads nothing of before the answer; the client is not asked for
+		// the body, which is refused.
+		h.Set("Expect", "100-continue")
+	}
 	if h.ContentLength() == 0 {
 		return fasthttp.RequestConfig{MaxRequestBodySize: s.MaxBodyBytes}
 	}
 	return fasthttp.RequestConfig{ReadTimeout: s.ReadTimeout.D(), MaxRequestBodySize: s.MaxBodyBytes}
+}
+
+// expect answers a request's Expect: 100-continue (fasthttp's
+// ExpectHandler): 100, unless its body's declared length is over
+// server.max_body_bytes: the request is then answered without a byte of
+// its body read (413, or a refusal that comes before it: 404, 429…) and
+// the connection closes after the answer with a lingering close (see
+// closeAfter). headerReceived has every HTTP/1.1 request of such a length
+// take this path, Expect or not, so that its 413 comes at its head.
+func (g *Gateway) expect(ctx *fasthttp.RequestCtx) int {
+	max := g.state.Load().cfg.Server.MaxBodyBytes
+	if max <= 0 || ctx.Request.Header.ContentLength() <= max {
+		return fasthttp.StatusContinue
+	}
+	g.handle(ctx)
+	if !ctx.Hijacked() {
+		g.closeAfter(ctx)
+	}
+	return ctx.Response.StatusCode()
 }
 
 // Serve accepts plaintext connections on ln until Shutdown: HTTP/1.1, and

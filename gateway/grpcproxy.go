@@ -349,9 +349,11 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 	} else {
 		out.ContentLength = int64(len(body))
 	}
-	conn := []byte(strings.Join(c.r.Header.Values("Connection"), ", "))
+	// A trusted proxy's other X-Forwarded-* are dropped too (Trusted
+	// false); the trace context is set below.
+	drop := http1.Drop{Connection: []byte(strings.Join(c.r.Header.Values("Connection"), ", "))}
 	for k, vs := range c.r.Header {
-		if http1.IsHop([]byte(k), conn) || http1.ForwardedHeader([]byte(k)) || http1.ForwardedClaim([]byte(k)) || http1.RequestIDHeader([]byte(k)) || k == hdrGRPCTimeout {
+		if drop.Drops([]byte(k)) || k == hdrGRPCTimeout {
 			continue
 		}
 		out.Header[k] = slices.Clip(vs) // a rule's Add appends to a copy, not into the client's array another attempt shares

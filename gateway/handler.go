@@ -69,6 +69,8 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, code, reason, 0)
 		if ambiguous != "" {
 			g.closeAfter(ctx) // a 400 closes, as nginx's does
+		} else {
+			g.closeUnread(ctx, 0, false)
 		}
 		g.finish(ctx, nil, start, reason, &x.obs)
 		g.exchanges.Put(x.reset())
@@ -103,6 +105,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		}
 		v, ok := g.limitRate(ctx, rt, limitKey, x.rl[:0])
 		if !ok {
+			g.closeUnread(ctx, 0, false)
 			g.finish(ctx, rt, start, string(sluice.RateLimited), &x.obs)
 			g.exchanges.Put(x.reset())
 			return
@@ -164,6 +167,8 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 	if errors.Is(err, errClientBody) {
 		g.closeAfter(ctx) // the body was refused (413) or broke off: the rest is not read
+	} else if b, ok := x.stream.(*clientBody); ok {
+		g.closeUnread(ctx, b.read, b.ended) // an answer before the body was read, a 503 of a breaker's say
 	}
 	if fellBack != "" {
 		reason = fellBack

@@ -46,6 +46,29 @@ func (g *Gateway) closeAfter(ctx *fasthttp.RequestCtx) {
 	g.hijacks.hijack(ctx, func(net.Conn) { g.lingers.close(c, answer.Bytes(), wt) }, nil)
 }
 
+// maxDiscard is the most of a request body left unread after the
+// gateway's answer that is read and dropped, once the answer is sent, to
+// keep the connection open (fasthttp does so), as nginx discards a body it
+// does not read. More than that, or a body of unknown length (chunked),
+// closes the connection after a lingering close (see closeUnread).
+const maxDiscard = 256 << 10
+
+// closeUnread makes ctx's answer the connection's last, with a lingering
+// close (closeAfter), when the request's body is left unread past
+// maxDiscard bytes or has no length: read is how much of it was read,
+// ended whether all of it was. (fasthttp would close such a connection
+// without lingering, and a client still sending its body could see a
+// reset in place of the answer.)
+func (g *Gateway) closeUnread(ctx *fasthttp.RequestCtx, read int64, ended bool) {
+	cl := ctx.Request.Header.ContentLength()
+	if ended || cl == 0 || cl == -2 || ctx.Hijacked() { // -2: no body
+		return
+	}
+	if cl == -1 || int64(cl)-read > maxDiscard {
+		g.closeAfter(ctx)
+	}
+}
+
 // lingerings are the connections closing after their last answer (see
 // closeAfter). The zero value is ready.
 type lingerings struct {

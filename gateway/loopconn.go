@@ -80,11 +80,14 @@ type clientConn struct {
 	readStart time.Time // when it began to
 	wake      *time.Timer
 	wakeAt    time.Time
-	woken     atomic.Bool   // set by the wake timer
-	closeNext bool          // close once the response is sent
-	pollDelay time.Duration // see poll
-	outLast   int           // the unsent bytes await saw last
-	outSince  time.Time     // when await last saw them fall; zero until it first looks
+	woken     atomic.Bool // set by the wake timer
+	closeNext bool        // close once the response is sent
+	// lingerNext: closeNext after the gateway's own refusal, with a
+	// lingering close (see lingerClose).
+	lingerNext bool
+	pollDelay  time.Duration // see poll
+	outLast    int           // the unsent bytes await saw last
+	outSince   time.Time     // when await last saw them fall; zero until it first looks
 }
 
 // loopRequest is the request in flight on a clientConn: its head and body,
@@ -217,6 +220,9 @@ func (cc *clientConn) serve() gnet.Action {
 			if c.OutboundBuffered() > 0 {
 				return cc.await() // the client has not read its responses yet
 			}
+			if cc.closeNext && cc.lingerNext {
+				return cc.lingerClose()
+			}
 			if cc.closeNext {
 				return gnet.Close
 			}
@@ -246,6 +252,10 @@ func (cc *clientConn) serve() gnet.Action {
 		}
 		hlen := bytes.Index(buf, crlf2) + 4
 		if hlen < 4 {
+			if http1.BareLF(buf) {
+				cc.refuseHead(now) // at once: fasthttp would wait for a CRLF CRLF
+				continue
+			}
 			if len(buf) > srv.MaxHeaderBytes || bytes.Contains(buf, lf2) || notHTTP11Line(buf) {
 				// fasthttp answers 431, parses bare line feeds, or answers
 				// a request line of another version (HTTP/0.9 has no head
@@ -467,7 +477,7 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		key, ok := cc.rateKey(rt, clientIP(cc.peer, h.XForwardedFor(), st.trusted))
 		if !ok {
 			writeError(ctx, fasthttp.StatusBadRequest, reasonAmbiguousKey, 0)
-			cc.closeNext = true // a 400 closes, as nginx's does
+			cc.closeNext, cc.lingerNext = true, true // a 400 closes, as nginx's does
 			cc.end(reasonAmbiguousKey)
 			cc.reply()
 			return

@@ -107,10 +107,13 @@ func (t *loopTLS) feed() bool {
 	return t.flush() == nil && ok // tls.Conn may have answered (an alert, a KeyUpdate)
 }
 
-// decrypt reads tls.Conn until it would wait for more records (see
-// errNoRecord), or the client ended the stream (close_notify, eof).
+// decrypt reads tls.Conn while it has a record to read (see
+// sockSwitch.recordIn; until it waits for more, errNoRecord, when a
+// goroutine's reads may have left it records), or until the client ended
+// the stream (close_notify, eof).
 func (t *loopTLS) decrypt() bool {
-	for !t.eof {
+	sw := t.sw
+	for !t.eof && (sw.held || sw.recordIn()) {
 		if len(t.plain)-t.off > maxPlainTLS {
 			return false
 		}
@@ -122,6 +125,7 @@ func (t *loopTLS) decrypt() bool {
 		switch {
 		case err == nil:
 		case errors.Is(err, errNoRecord):
+			sw.held = false // what it holds is part of a record at most
 			return true
 		case errors.Is(err, io.EOF):
 			t.eof = true

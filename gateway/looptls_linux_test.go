@@ -139,6 +139,44 @@ func TestLoopTLSPipelinedAndSplit(t *testing.T) {
 	})
 }
 
+// TestLoopTLSPipelinedBurst sends 100 pipelined requests, each in a
+// record of its own, in one write: first with the client's Finished (the
+// handshake may read some of them), then on the open connection; each
+// burst is answered in order, on each engine.
+func TestLoopTLSPipelinedBurst(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		_, addr, ca := loopTLSGateway(t, engine, "")
+		nc, err := net.DialTimeout("tcp", addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &holdConn{Conn: nc}
+		sc := tls.Client(hc, &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}})
+		defer sc.Close()
+		_ = sc.SetDeadline(time.Now().Add(waitLimit))
+		if err := sc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(sc)
+		for burst := range 2 {
+			for i := range 100 {
+				if _, err := fmt.Fprintf(sc, "GET /%d/%d HTTP/1.1\r\nHost: x\r\n\r\n", burst, i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := hc.release(); err != nil {
+				t.Fatal(err)
+			}
+			hc.held = hc.held[:0]
+			for i := range 100 {
+				if _, body := readResponse(t, br); body != fmt.Sprintf("GET /%d/%d https 0", burst, i) {
+					t.Fatalf("burst %d, answer %d: %q", burst, i, body)
+				}
+			}
+		}
+	})
+}
+
 // trickleConn writes what it is given in pieces of piece bytes, one
 // write each.
 type trickleConn struct {

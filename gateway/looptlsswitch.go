@@ -13,12 +13,29 @@ import (
 // hands the connection over again, raw is the loop's socket taken out of
 // it, read after the records still in. Only the connection's owner of the
 // moment uses it: the hand-overs between owners order its uses.
+//
+// It follows the records of what it hands tls.Conn, from the connection's
+// first byte, so that a loop knows when tls.Conn has a record to read
+// (recordIn) and need not call it in vain: on a loop it hands tls.Conn no
+// byte past the end of the record under way, so that tls.Conn never holds
+// more than part of one record, unless a goroutine's reads gave it more
+// (held).
 type sockSwitch struct {
 	raw           net.Conn // nil while a loop owns the socket
 	in            []byte   // records fed by the loop, not read yet
 	own           []byte   // in's storage, when in is not borrowed from the loop
 	out           []byte   // records written on the loop, to send
 	local, remote net.Addr
+
+	// The record under way in what was handed to tls.Conn: left bytes of
+	// its body to come, or, when left is 0, nhdr bytes of its header in
+	// hdr (none: the next byte starts a record).
+	left int
+	hdr  [recordHeaderLen]byte
+	nhdr int
+	// held is set when a goroutine's read handed tls.Conn bytes: it may
+	// hold whole records, which a loop reads before it trusts recordIn.
+	held bool
 }
 
 func newSockSwitch(c net.Conn) *sockSwitch {
@@ -40,15 +57,84 @@ func (noRecord) Timeout() bool   { return true }
 func (noRecord) Temporary() bool { return true }
 
 func (s *sockSwitch) Read(p []byte) (int, error) {
-	if len(s.in) > 0 {
-		n := copy(p, s.in)
+	if s.raw == nil {
+		if len(s.in) == 0 {
+			return 0, errNoRecord
+		}
+		n := copy(p[:min(len(p), s.toBoundary())], s.in)
+		s.track(s.in[:n])
 		s.in = s.in[n:]
 		return n, nil
 	}
-	if s.raw == nil {
-		return 0, errNoRecord
+	s.held = true
+	if len(s.in) > 0 {
+		n := copy(p, s.in)
+		s.track(s.in[:n])
+		s.in = s.in[n:]
+		return n, nil
 	}
-	return s.raw.Read(p)
+	n, err := s.raw.Read(p)
+	s.track(p[:n])
+	return n, err
+}
+
+// recordHeaderLen is the length of a TLS record's header: type (1),
+// version (2), length (2).
+const recordHeaderLen = 5
+
+// maxRecordBody is the longest body of a TLS record that crypto/tls
+// accepts (TLS 1.2's 2^14 bytes and 2048 of expansion); it refuses a
+// header that announces more at once.
+const maxRecordBody = 16384 + 2048
+
+// track moves the record parser past b, bytes handed to tls.Conn.
+func (s *sockSwitch) track(b []byte) {
+	for len(b) > 0 {
+		if s.left > 0 {
+			k := min(s.left, len(b))
+			s.left -= k
+			b = b[k:]
+			continue
+		}
+		k := copy(s.hdr[s.nhdr:], b)
+		s.nhdr += k
+		b = b[k:]
+		if s.nhdr == recordHeaderLen {
+			s.left, s.nhdr = int(s.hdr[3])<<8|int(s.hdr[4]), 0
+		}
+	}
+}
+
+// toBoundary returns how many bytes of in end the record under way (its
+// header, when it is not whole yet), or all of in when in does not.
+func (s *sockSwitch) toBoundary() int {
+	switch {
+	case s.left > 0:
+		return s.left
+	case s.nhdr > 0:
+		return recordHeaderLen - s.nhdr
+	case len(s.in) >= recordHeaderLen:
+		return recordHeaderLen + (int(s.in[3])<<8 | int(s.in[4]))
+	}
+	return len(s.in)
+}
+
+// recordIn reports whether in holds the rest of the record under way, or
+// a header that crypto/tls refuses: tls.Conn, which holds part of a
+// record at most (unless held), has something to read.
+func (s *sockSwitch) recordIn() bool {
+	in := s.in
+	if s.left > 0 {
+		return len(in) >= s.left
+	}
+	var h [recordHeaderLen]byte
+	k := copy(h[:], s.hdr[:s.nhdr])
+	if len(in) < recordHeaderLen-k {
+		return false
+	}
+	in = in[copy(h[k:], in):]
+	n := int(h[3])<<8 | int(h[4])
+	return n > maxRecordBody || len(in) >= n
 }
 
 func (s *sockSwitch) Write(p []byte) (int, error) {

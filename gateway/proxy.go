@@ -237,8 +237,7 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 				fwdProto = bytes.Clone(v)
 			}
 		}
-		removeHopRequest(&req.Header)
-		removeClaims(&req.Header, x.trusted)
+		removeHopRequest(&req.Header, x.trusted, x.obs.trace != nil)
 		reannounceTrailers(req, t, rules) // an HTTP/2 request's, see trailedBody
 		// No Content-Type the client did not send (fasthttp's default
 		// for a body, which the loops do not add).
@@ -254,10 +253,6 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 		}
 		req.Header.SetCanonical(hdrForwardedProto, fwdProto)
 		req.Header.SetCanonical(hdrRequestID, x.obs.id)
-		if x.obs.trace != nil {
-			req.Header.DelBytes(hdrTraceparent)
-			req.Header.DelBytes(hdrTracestate)
-		}
 		if rules != nil {
 			req.URI().SetPathBytes(rules.rewrite(req.URI().Path()))
 			rules.request.apply(&req.Header)
@@ -293,28 +288,25 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 	return req
 }
 
-// removeHopRequest and removeHopResponse delete the hop-by-hop headers,
-// including those the Connection header names. They look at each header
-// once and delete only what they find, so that a message without
-// hop-by-hop headers (most of them) costs one pass and no allocation. (Two
-// functions: ranging over the headers of a concrete type lets the compiler
-// keep the loop on the stack.)
-//
-// removeHopRequest also deletes every X-Forwarded-For, -Host and -Proto
-// header and every X-Request-Id, which prepare then sets once: a client's
-// duplicates must not reach the upstream beside the gateway's values (nor
-// under a name with '_' for '-': see http1.ForwardedHeader and
-// http1.RequestIDHeader); and every Forwarded header.
-func removeHopRequest(h *fasthttp.RequestHeader) {
+// removeHopRequest deletes the fields of the client's request that
+// http1.Drop drops (trusted: the client is a trusted proxy; trace: the
+// gateway sends its own trace context), which prepare then sets once where
+// they are the gateway's: a client's X-Forwarded-*, X-Request-Id or trace
+// context must not reach the upstream beside the gateway's values.
+// removeHopResponse deletes the hop-by-hop fields of a response, including
+// those its Connection header names. They look at each header once and
+// delete only what they find, so that a message without such fields (most
+// of them) costs one pass and no allocation. (Two functions: ranging over
+// the headers of a concrete type lets the compiler keep the loop on the
+// stack.)
+func removeHopRequest(h *fasthttp.RequestHeader, trusted, trace bool) {
 	var buf [128]byte
 	names := buf[:0]
-	conn := http1.OneList(h.PeekAll("Connection"))
+	drop := http1.Drop{Trusted: trusted, Connection: http1.OneList(h.PeekAll("Connection")), Trace: trace}
 	for k := range h.All() {
-		if http1.ForwardedHeader(k) || http1.RequestIDHeader(k) {
+		if drop.Drops(k) {
 			names = append(append(names, k...), 0)
-			continue
 		}
-		names = appendHop(names, k, conn)
 	}
 	for len(names) > 0 {
 		var name []byte
@@ -459,28 +451,4 @@ func (b *upstreamBody) Close() error {
 	}
 	b.End()
 	return nil
-}
-
-// removeClaims deletes the X-Forwarded-* headers the gateway does not set
-// (see http1.ForwardedClaim) unless trusted (the client is a trusted
-// proxy), and Transfer_Encoding and Content_Length, which servers that
-// read '_' as '-' would frame the body by (an HTTP/1.1 request with them
-// is refused, see http1.RefusedHead; an HTTP/2 one gets here).
-func removeClaims(h *fasthttp.RequestHeader, trusted bool) {
-	var names []string
-	for k := range h.All() {
-		if !trusted && http1.ForwardedClaim(k) || underscoreFraming(k) {
-			names = append(names, string(k))
-		}
-	}
-	for _, k := range names {
-		h.Del(k)
-	}
-}
-
-// underscoreFraming reports whether k is Transfer_Encoding or
-// Content_Length, in any case and with at least one '_' for '-': a field
-// that servers reading '_' as '-' would frame the body by.
-func underscoreFraming(k []byte) bool {
-	return bytes.IndexByte(k, '_') >= 0 && (http1.CGIName(k, "Content-Length") || http1.CGIName(k, "Transfer-Encoding"))
 }

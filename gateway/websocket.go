@@ -200,10 +200,8 @@ type wsHandshakeFrom struct {
 }
 
 // wsRequestHead is the handshake sent to the target at host: the client's
-// request line and end-to-end headers (the Sec-WebSocket-* ones among
-// them, but Transfer_Encoding and Content_Length: see underscoreFraming,
-// and the other X-Forwarded-* but from a trusted proxy), Host naming the
-// target (the client's with preserve_host), the
+// request line and the headers http1.Drop keeps (the Sec-WebSocket-* ones
+// among them), Host naming the target (the client's with preserve_host), the
 // gateway's X-Forwarded-* and X-Request-Id, the trace context of span (the
 // attempt's; with tracing off, nil, and the client's passes), the route's
 // rewrite and header rules, and the Upgrade and Connection of a WebSocket
@@ -228,10 +226,9 @@ func wsRequestHead(f wsHandshakeFrom, host string, span *tracing.Attempt) []byte
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, host...), "\r\n"...)
 	tp, ts := span.Headers()
+	drop := http1.Drop{Trusted: f.trusted, Connection: f.connection, Trace: tp != nil}
 	for k, v := range f.headers {
-		if http1.EqualName(k, "Host") || http1.ForwardedHeader(k) || !f.trusted && http1.ForwardedClaim(k) || underscoreFraming(k) ||
-			http1.IsHop(k, f.connection) || rules != nil && rules.request.drops(k) ||
-			http1.RequestIDHeader(k) || tp != nil && (http1.EqualName(k, "Traceparent") || http1.EqualName(k, "Tracestate")) {
+		if http1.EqualName(k, "Host") || drop.Drops(k) || rules != nil && rules.request.drops(k) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)

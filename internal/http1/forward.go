@@ -68,8 +68,7 @@ var (
 )
 
 // AppendRequest appends the request h, whose body is body, as it goes to a
-// target (see Forward): its hop-by-hop headers (those the Connection
-// header names included) and Forwarded dropped, X-Forwarded-For, -Host and
+// target (see Forward): the fields Drop drops left out, X-Forwarded-For, -Host and
 // -Proto, X-Request-Id and the trace context set, Host naming the target,
 // Content-Length (where the client's was) written as the body's length in
 // plain digits, and f's Rewrite and Edit applied. It allocates only to
@@ -90,24 +89,18 @@ func AppendRequest(dst []byte, h *Request, f *Forward, body []byte) []byte {
 		dst = append(dst, f.Addr...)
 	}
 	dst = append(dst, "\r\n"...)
+	drop := Drop{Trusted: f.Trusted, Connection: h.connection, Trace: f.Traceparent != nil}
 	for b := h.lines; len(b) > 0; {
 		line, k := nextLine(b)
+		b = b[len(line):]
 		switch {
 		case EqualName(k, "Content-Length"):
 			// Written afresh: the client's line may hold tabs or leading
 			// zeros, which some parsers do not read as the same length.
 			dst = append(strconv.AppendInt(append(dst, "Content-Length: "...), int64(len(body)), 10), "\r\n"...)
-			b = b[len(line):]
-			continue
-		case !f.Trusted && ForwardedClaim(k):
-			b = b[len(line):]
-			continue
-		}
-		if !IsHop(k, h.connection) && !EqualName(k, "Host") && !ForwardedHeader(k) && !RequestIDHeader(k) &&
-			(f.Traceparent == nil || !EqualName(k, "Traceparent") && !EqualName(k, "Tracestate")) && (f.Edit == nil || !f.Edit.Drops(k)) {
+		case !EqualName(k, "Host") && !drop.Drops(k) && (f.Edit == nil || !f.Edit.Drops(k)):
 			dst = append(dst, line...)
 		}
-		b = b[len(line):]
 	}
 	fwdHost, fwdProto := h.host, valueHTTP
 	if f.HTTPS {
