@@ -223,15 +223,15 @@ type HTTP2 struct {
 	// how much of it the gateway buffers before the client must wait.
 	// Default 1 MiB, between 64 KiB and 4 MiB.
 	MaxStreamBufferBytes int `yaml:"max_stream_buffer_bytes"`
-	// Loops serves h2c (prior knowledge) on the event loops rather than on
-	// net/http's HTTP/2 server: an experiment, off by default, for
-	// server.engine loop. The loops serve the requests they serve as
-	// HTTP/1.1 (a body of known length up to 64 KiB, a route that decides
-	// at once) themselves, and every other stream (gRPC, WebSocket over
-	// HTTP/2, larger or streamed bodies, request trailers, streamed
-	// answers) through a goroutine bridged to the loop, with a stream
-	// window of 64 KiB. The plaintext listener's Upgrade to h2c and HTTP/2
-	// over TLS stay on net/http's.
+	// Loops serves h2c (prior knowledge) and HTTP/2 over TLS (ALPN h2) on
+	// the event loops rather than on net/http's HTTP/2 server: an
+	// experiment, off by default, for server.engine loop. The loops serve
+	// the requests they serve as HTTP/1.1 (a body of known length up to
+	// 64 KiB, a route that decides at once) themselves, and every other
+	// stream (gRPC, WebSocket over HTTP/2, larger or streamed bodies,
+	// request trailers, streamed answers) through a goroutine bridged to
+	// the loop, with a stream window of 64 KiB. The plaintext listener's
+	// Upgrade to h2c stays on net/http's.
 	Loops bool `yaml:"loops"`
 }
 

@@ -47,9 +47,9 @@ const loopsSupported = true
 // itself, with the bytes the loop had read, so nothing is lost and nothing
 // is read twice. A client that shuts down its sending side after its
 // requests is answered all the same (see halfClose). The loops serve the
-// TLS listener's HTTP/1.1 too, once its handshake is done (see loopTLS):
-// they decrypt and encrypt on the loop, and the same code serves its
-// requests.
+// TLS listener's HTTP/1.1 too, once its handshake is done (see loopTLS),
+// and its HTTP/2 with server.http2.loops: they decrypt and encrypt on the
+// loop, and the same code serves its requests.
 type loopEngine struct {
 	gnet.BuiltinEventEngine
 	g       *Gateway
@@ -115,7 +115,7 @@ func (e *loopEngine) start() error {
 	}
 	e.served = make(chan error, 1)
 	go func() { e.served <- e.g.server.Serve(e.handoff) }()
-	e.g.tls.loops.Store(e) // the TLS listeners' HTTP/1.1 too
+	e.g.tls.loops.Store(e) // the TLS listeners' connections too
 	return nil
 }
 
@@ -270,23 +270,33 @@ func (e *loopEngine) OnTraffic(c gnet.Conn) gnet.Action {
 	switch v := c.Context().(type) {
 	case *clientConn:
 		if t := v.tls; t != nil {
-			if !t.feed() {
-				return gnet.Close
-			}
-			a := v.serve()
-			t.settle()
-			if a == gnet.None && t.eof {
-				return gnet.Close // close_notify: closed takes it as the end of the stream
-			}
-			return a
+			return t.traffic(v.serve)
 		}
 		return v.serve()
 	case *upConn:
 		return v.traffic()
 	case *loopH2:
+		if t := v.tlsConn(); t != nil {
+			return t.traffic(v.traffic)
+		}
 		return v.traffic()
 	}
 	return gnet.Close
+}
+
+// traffic handles a read event of a TLS connection: it decrypts the
+// records that came, has serve read their plaintext, and closes the
+// connection after close_notify once serve has nothing more to do.
+func (t *loopTLS) traffic(serve func() gnet.Action) gnet.Action {
+	if !t.feed() {
+		return gnet.Close
+	}
+	a := serve()
+	t.settle()
+	if a == gnet.None && t.eof {
+		return gnet.Close // close_notify: closed takes it as the end of the stream
+	}
+	return a
 }
 
 func (e *loopEngine) OnClose(c gnet.Conn, err error) gnet.Action {
@@ -297,6 +307,9 @@ func (e *loopEngine) OnClose(c gnet.Conn, err error) gnet.Action {
 		v.closed()
 	case *loopH2:
 		v.closed()
+		if t := v.tlsConn(); t != nil {
+			t.closing()
+		}
 	}
 	return gnet.None
 }

@@ -241,6 +241,9 @@ func (cc *clientConn) serve() gnet.Action {
 			cc.reading, cc.readStart = true, now
 			cc.setDeadline(now.Add(srv.ReadHeaderTimeout.D()))
 		}
+		if cc.tls != nil && cc.tls.h2 {
+			return cc.serveH2TLS(buf)
+		}
 		if srv.HTTP2.Loops && cc.tls == nil && !cc.served && isH2CPreface(buf) {
 			if len(buf) < len(h2cPreface) {
 				return gnet.None

@@ -98,6 +98,10 @@ func (cc *clientConn) serveH2() gnet.Action {
 	srv := &cc.l.e.g.state.Load().cfg.Server
 	h := &loopH2{c: cc.c, l: cc.l, peer: cc.peer, peerText: cc.peerText,
 		names: map[string]string{}, values: map[string]string{}}
+	if t := h.tlsConn(); t != nil {
+		state := t.tc.ConnectionState()
+		h.tls = &state
+	}
 	core, err := h2loop.NewConn(h2loop.Config{
 		MaxConcurrentStreams: srv.HTTP2.MaxConcurrentStreams,
 		MaxHeaderListSize:    srv.MaxHeaderBytes,

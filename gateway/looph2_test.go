@@ -74,6 +74,13 @@ func h2Dial(t *testing.T, addr string) *h2Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return h2Start(t, c)
+}
+
+// h2Start sends the preface and empty SETTINGS on c, an HTTP/2 client
+// connection, and returns its client.
+func h2Start(t *testing.T, c net.Conn) *h2Client {
+	t.Helper()
 	_ = c.SetDeadline(time.Now().Add(waitLimit))
 	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)

@@ -158,7 +158,8 @@ func (h *loopH2) newBridge(s *h2loop.Stream) *h2Bridge {
 }
 
 // bridgeRequest makes s's request one of net/http's, as its HTTP/2 server
-// makes it: Host from :authority (or the host field), cookie crumbs
+// makes it: Host from :authority (or the host field, which stays in
+// Header as there, for ServeHTTP's check of a second host), cookie crumbs
 // joined, the URL from :path, :protocol as a header (an extended
 // CONNECT), the declared trailers; its body read from b, its context
 // b's.
@@ -178,7 +179,6 @@ func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http
 	if r.Host == "" {
 		r.Host = r.Header.Get("Host")
 	}
-	delete(r.Header, "Host")
 	if s.Protocol != "" {
 		r.Header.Set(":protocol", s.Protocol)
 	}

@@ -28,8 +28,9 @@ const maxPlainTLS = maxPendingIn + 64<<10
 // keeps between two writes.
 const maxKeptTLSOut = 256 << 10
 
-// loopTLS is an HTTP/1.1 connection of the TLS listener served on an event
-// loop, as the loop's request code sees it (clientConn.c): a gnet.Conn
+// loopTLS is a connection of the TLS listener served on an event loop
+// (HTTP/1.1, or HTTP/2 with server.http2.loops), as the loop's request
+// code sees it (clientConn.c, or loopH2.c): a gnet.Conn
 // whose read side (Next, Peek, Discard, InboundBuffered, Read, WriteTo)
 // is the plaintext of the records the client sent, and whose writes
 // (Write, Writev, ReadFrom, AsyncWrite, AsyncWritev) are encrypted on the
@@ -45,14 +46,17 @@ type loopTLS struct {
 	plain []byte // decrypted; plain[off:] is not consumed yet; nil when none is (see settle)
 	off   int
 	eof   bool // the client sent close_notify
+	h2    bool // the client chose HTTP/2 by ALPN (see serveH2TLS)
 	done  bool // taken out of the loop, or closed: nothing more is written
 }
 
 var _ gnet.Conn = (*loopTLS)(nil)
 
-// serveTLS has a loop serve tc, a TLS connection whose handshake is done
-// and whose client chose HTTP/1.1 (or named nothing), over sw's socket;
-// the loop takes the socket (gnet duplicates it and closes sw's). It
+// serveTLS has a loop serve tc, a TLS connection whose handshake is done,
+// over sw's socket: as HTTP/1.1 when its client chose HTTP/1.1 or named
+// nothing, as HTTP/2 when it chose h2 (see serveH2TLS; the TLS listener
+// gives it one only with server.http2.loops); the loop takes the socket
+// (gnet duplicates it and closes sw's). It
 // reports false, and leaves tc alone, when the loops are shutting down or
 // the socket is not a TCP one.
 func (e *loopEngine) serveTLS(sw *sockSwitch, tc *tls.Conn) bool {
@@ -66,7 +70,7 @@ func (e *loopEngine) serveTLS(sw *sockSwitch, tc *tls.Conn) bool {
 		return false
 	}
 	sw.raw = nil // the loop's from now on
-	cc := &clientConn{tls: &loopTLS{tc: tc, sw: sw}}
+	cc := &clientConn{tls: &loopTLS{tc: tc, sw: sw, h2: tc.ConnectionState().NegotiatedProtocol == "h2"}}
 	if _, err := e.cli.EnrollContext(raw, cc); err != nil {
 		sw.raw = raw // closed by EnrollContext
 		e.g.log.Warn("serving a TLS connection on a loop", "error", err)

@@ -111,7 +111,7 @@ func (up *upConn) dialFailed(err error) {
 func (up *upConn) attach(cc *clientConn) {
 	up.cc, cc.up = cc, up
 	l := cc.l
-	f := http1.Forward{Addr: up.t.Client.Addr, XFF: cc.xff, Trusted: cc.trusted, ID: cc.obs.id, HTTPS: cc.tls != nil}
+	f := http1.Forward{Addr: up.t.Client.Addr, XFF: cc.xff, Trusted: cc.trusted, ID: cc.obs.id, HTTPS: cc.overTLS()}
 	f.Traceparent, f.Tracestate = cc.att.span.Headers()
 	if rules := cc.rt.rules; rules != nil {
 		f.Rewrite, f.Edit = (*pathRewrite)(rules), (*lineEdit)(&rules.request)

@@ -12,12 +12,14 @@ import (
 
 // tlsMux serves the TLS listeners: it accepts their connections, runs each
 // one's handshake on a goroutine of its own, and gives the connection to
-// the engine of the protocol the client's ALPN chose: HTTP/2 to the
-// HTTP/2 engine (net/http, which serves it through its TLSNextProto), and
-// HTTP/1.1, or no ALPN, to the event loops when they run (server.engine
-// loop, once Serve started them; see loopTLS), else to the goroutine
-// engine (fasthttp); either serves it as it serves a plaintext
-// connection. A handshake must end within
+// the engine of the protocol the client's ALPN chose. HTTP/1.1, or no
+// ALPN, goes to the event loops when they run (server.engine loop, once
+// Serve started them; see loopTLS), else to the goroutine engine
+// (fasthttp); either serves it as it serves a plaintext connection.
+// HTTP/2 goes to the event loops too when they run and
+// server.http2.loops is on at the handshake's end (they serve it as they
+// serve h2c, see loopEngine.serveTLS), else to the HTTP/2 engine
+// (net/http, which serves it through its TLSNextProto). A handshake must end within
 // server.read_header_timeout, so that a client that starts one and stalls
 // holds nothing for long; its certificates and minimum version are those
 // of the configuration in force when it starts. At most maxHandshakes
@@ -31,7 +33,8 @@ type tlsMux struct {
 	cfg *tls.Config      // asks the gateway's state at each handshake
 	h1  *handoffListener // the goroutine engine's (*tlsConn)
 	h2  *handoffListener // the HTTP/2 engine's (*tls.Conn)
-	// loops, when set, serve HTTP/1.1 (see loopEngine.serveTLS).
+	// loops, when set, serve HTTP/1.1, and HTTP/2 with server.http2.loops
+	// (see loopEngine.serveTLS).
 	loops atomic.Pointer[loopEngine]
 	ctx   context.Context // ends at shutdown, and the handshakes with it
 	end   context.CancelFunc
@@ -165,11 +168,12 @@ func (m *tlsMux) handshake(c net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{}) // each engine sets its own
-	if tc.ConnectionState().NegotiatedProtocol == "h2" {
-		m.h2.deliver(tc)
+	h2 := tc.ConnectionState().NegotiatedProtocol == "h2"
+	if e := m.loops.Load(); e != nil && (!h2 || m.g.state.Load().cfg.Server.HTTP2.Loops) && e.serveTLS(sw, tc) {
 		return
 	}
-	if e := m.loops.Load(); e != nil && e.serveTLS(sw, tc) {
+	if h2 {
+		m.h2.deliver(tc)
 		return
 	}
 	m.h1.deliver(&tlsConn{Conn: tc})

@@ -26,6 +26,8 @@
 #   H2=0 scripts/loadtest.sh       # the TLS rounds without HTTP/2 (h2load)
 #   H2C=1 scripts/loadtest.sh      # also h2c rounds: nginx, sluice, sluice with server.http2.loops
 #   ONLY=h2c H2C=1 scripts/loadtest.sh    # the h2c rounds alone
+#   H2TLS=1 scripts/loadtest.sh    # the TLS rounds' HTTP/2 also on the loops (server.http2.loops), with CPU per request
+#   ONLY=tls H2TLS=1 PERF=1 scripts/loadtest.sh   # those rounds alone, and a profile of the loops' HTTP/2 over TLS
 #
 # With H2C=1, HTTP/2 without TLS (prior knowledge, h2load's default for
 # http:// URLs) is measured in rounds of its own, interleaved: nginx
@@ -49,7 +51,15 @@
 # CONNS connections) and HTTP/2 at saturation (h2load, CONNS concurrent
 # streams as CONNS/STREAMS connections of STREAMS streams each, so that
 # both keep as many requests in flight; h2load has no p99, its latency
-# column is the mean).
+# column is the mean). nginx's TLS listener has reuseport, as its h2c one.
+#
+# With H2TLS=1, the TLS rounds' HTTP/2 is measured on a third gateway too,
+# sluice-h2loops (the same gateway with server.http2.loops: its HTTP/2
+# over TLS served on the event loops, not on net/http's HTTP/2 server),
+# right after sluice in every round, and each of nginx, sluice and
+# sluice-h2loops is then measured over a fixed H2N HTTP/2 requests over
+# TLS, counting the CPU time its processes spent as the h2c rounds do;
+# PERF=1 then profiles sluice-h2loops under HTTP/2 over TLS as well.
 #
 # With BASELINE, sluice as built from that git revision runs beside the
 # working tree's, on the same configuration, in every round (the TLS ones
@@ -104,7 +114,7 @@ UP=$(free_port); NGX=$(free_port); RP=$(free_port); SL=$(free_port); ADM=$(free_
 SLG=$(free_port); ADMG=$(free_port); SLB=$(free_port); ADMB=$(free_port)
 SLT1=$(free_port); ADMT1=$(free_port); SLT100=$(free_port); ADMT100=$(free_port); OTLP=$(free_port)
 NGXS=$(free_port); SLS=$(free_port); SLBS=$(free_port)
-NGXC=$(free_port); SLC=$(free_port); ADMC=$(free_port)
+NGXC=$(free_port); SLC=$(free_port); ADMC=$(free_port); SLCS=$(free_port)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
 	-addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
@@ -130,7 +140,7 @@ http {
   upstream up { server 127.0.0.1:$UP; keepalive 256; }
   server { listen 127.0.0.1:$NGX; location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; } }
   server {
-    listen 127.0.0.1:$NGXS ssl http2;
+    listen 127.0.0.1:$NGXS ssl http2 reuseport;
     ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
     ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:10m;
     keepalive_requests 1000000;
@@ -166,8 +176,10 @@ YAML
 sed -e "s/^listen: .*/listen: 127.0.0.1:$SLG/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMG}/" -e "/^tls: /d" \
 	-e "s/^log: .*/&\nserver: {engine: goroutine}/" "$work/sluice.yaml" >"$work/sluice-goroutine.yaml"
 go build -o "$work/sluice" ./cmd/sluice
-# The same gateway with h2c on its event loops (server.http2.loops).
-sed -e "s/^listen: .*/listen: 127.0.0.1:$SLC/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMC}/" -e "/^tls: /d" \
+# The same gateway with h2c and HTTP/2 over TLS on its event loops
+# (server.http2.loops).
+sed -e "s/^listen: .*/listen: 127.0.0.1:$SLC/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMC}/" \
+	-e "s/^tls: {listen: 127.0.0.1:$SLS,/tls: {listen: 127.0.0.1:$SLCS,/" \
 	-e "s/^log: .*/&\nserver: {http2: {loops: true}}/" "$work/sluice.yaml" >"$work/sluice-h2loops.yaml"
 if [ -n "${TRACING:-}" ]; then
 	for t in "1 0.01 $SLT1 $ADMT1" "100 1.0 $SLT100 $ADMT100"; do
@@ -187,7 +199,7 @@ fi
 "$work/sluice" serve --config "$work/sluice.yaml" --watch=false 2>"$work/sluice.log" & pids+=($!)
 sluice_pid=$!
 "$work/sluice" serve --config "$work/sluice-goroutine.yaml" --watch=false 2>"$work/sluice-goroutine.log" & pids+=($!)
-if [ -n "${H2C:-}" ]; then
+if [ -n "${H2C:-}${H2TLS:-}" ]; then
 	"$work/sluice" serve --config "$work/sluice-h2loops.yaml" --watch=false 2>"$work/sluice-h2loops.log" & pids+=($!)
 	h2loops_pid=$!
 fi
@@ -242,6 +254,41 @@ viewing() {
 	grep -q '^event: sample' "$work/events" || { echo "loadtest: the dashboard sent no sample" >&2; return 1; }
 }
 results="$work/results"
+hz=$(getconf CLK_TCK)
+# cpu_ticks NAME prints the user and system time, in clock ticks, that
+# the processes serving NAME have spent (nginx: its workers).
+cpu_ticks() {
+	local ps
+	case $1 in
+	nginx) ps=$(pgrep -P "$(cat "$work/nginx.pid")") ;;
+	sluice) ps=$sluice_pid ;;
+	sluice-h2loops) ps=$h2loops_pid ;;
+	esac
+	for p in $ps; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s}'
+}
+# h2_cpu PHASE NAME URL loads URL with H2N HTTP/2 requests and records the
+# CPU time NAME's processes spent per 1000 of them (ms).
+h2_cpu() {
+	local before after out done_
+	before=$(cpu_ticks "$2")
+	out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -n"${H2N:-40000}" "$3")
+	after=$(cpu_ticks "$2")
+	done_=$(echo "$out" | awk '/^requests:/ {print $8}')
+	echo "$1 $2 $(( (after - before) * 1000 * 1000 / hz / done_ )) 0" | tee -a "$results" >&2
+}
+# h2_profile URL profiles sluice-h2loops under h2load on URL (a run of its
+# own, after the rounds): the shares of the kernel and the gateway, its top
+# symbols, and the share of its crypto/ symbols.
+h2_profile() {
+	perf record -q -g -o "$work/perf.data" -p "$h2loops_pid" -- sleep "${DURATION%s}" >/dev/null 2>&1 & local prof=$!
+	h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "$1" >/dev/null
+	wait "$prof" || true
+	echo "CPU profile of sluice-h2loops under h2load on $1 (perf report, self time):"
+	perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -5 || true
+	perf report -i "$work/perf.data" --no-children --dsos sluice --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -30 || true
+	perf report -i "$work/perf.data" --no-children --dsos sluice --sort symbol --stdio 2>/dev/null |
+		awk '/^ +[0-9]/ && /crypto/ {s += $1} END {printf "crypto/ symbols (TLS, and any other): %.1f%% of all samples\n", s}' || true
+}
 # Saturation: wrk sends as fast as each proxy answers.
 for round in $(seq "$ROUNDS"); do
 	[ -n "$ONLY" ] && break
@@ -264,16 +311,18 @@ for round in $(seq "$ROUNDS"); do
 done
 # TLS: the same certificate and upstream behind nginx and sluice.
 if [ "$TLS" != 0 ] && [ "$ONLY" != h2c ]; then
-	tls_port() { case $1 in nginx) echo "$NGXS" ;; sluice) echo "$SLS" ;; sluice-baseline) echo "$SLBS" ;; esac; }
-	for port in $NGXS $SLS ${BASELINE:+$SLBS}; do
+	tls_port() { case $1 in nginx) echo "$NGXS" ;; sluice) echo "$SLS" ;; sluice-baseline) echo "$SLBS" ;; sluice-h2loops) echo "$SLCS" ;; esac; }
+	for port in $NGXS $SLS ${BASELINE:+$SLBS} ${H2TLS:+$SLCS}; do
 		for _ in $(seq 50); do curl -fsk -o /dev/null "https://127.0.0.1:$port/" && break; sleep 0.1; done
 	done
 	for round in $(seq "$ROUNDS"); do
-		for name in nginx sluice ${BASELINE:+sluice-baseline}; do
-			out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "https://127.0.0.1:$(tls_port "$name")/")
-			r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
-			p=$(echo "$out" | awk '$1=="99%" {print $2}')
-			echo "https $name $r $p" | tee -a "$results" >&2
+		for name in nginx sluice ${H2TLS:+sluice-h2loops} ${BASELINE:+sluice-baseline}; do
+			if [ "$name" != sluice-h2loops ]; then # its HTTP/1.1 is sluice's
+				out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency "https://127.0.0.1:$(tls_port "$name")/")
+				r=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+				p=$(echo "$out" | awk '$1=="99%" {print $2}')
+				echo "https $name $r $p" | tee -a "$results" >&2
+			fi
 			[ "$H2" = 0 ] && continue
 			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "https://127.0.0.1:$(tls_port "$name")/")
 			if ! echo "$out" | grep -q " 0 failed, 0 errored"; then
@@ -282,8 +331,14 @@ if [ "$TLS" != 0 ] && [ "$ONLY" != h2c ]; then
 			r=$(echo "$out" | awk '/^finished in/ {print $4}')
 			p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
 			echo "h2 $name $r $p" | tee -a "$results" >&2
+			if [ -n "${H2TLS:-}" ] && [ "$name" != sluice-baseline ]; then
+				h2_cpu h2-cpu "$name" "https://127.0.0.1:$(tls_port "$name")/"
+			fi
 		done
 	done
+	if [ -n "${PERF:-}" ] && [ -n "${H2TLS:-}" ] && [ "$H2" != 0 ]; then
+		h2_profile "https://127.0.0.1:$SLCS/"
+	fi
 fi
 
 # HTTP/2 ceilings (H2CEILING=1): net/http's HTTP/2 server over TLS, which
@@ -312,18 +367,6 @@ fi
 # h2c (H2C=1): HTTP/2 without TLS, prior knowledge.
 if [ -n "${H2C:-}" ]; then
 	h2c_port() { case $1 in nginx) echo "$NGXC" ;; sluice) echo "$SL" ;; sluice-h2loops) echo "$SLC" ;; esac; }
-	hz=$(getconf CLK_TCK)
-	# cpu_ticks NAME prints the user and system time, in clock ticks, that
-	# the processes serving NAME have spent (nginx: its workers).
-	cpu_ticks() {
-		local ps
-		case $1 in
-		nginx) ps=$(pgrep -P "$(cat "$work/nginx.pid")") ;;
-		sluice) ps=$sluice_pid ;;
-		sluice-h2loops) ps=$h2loops_pid ;;
-		esac
-		for p in $ps; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s}'
-	}
 	for port in $SLC; do
 		for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 	done
@@ -336,20 +379,11 @@ if [ -n "${H2C:-}" ]; then
 			r=$(echo "$out" | awk '/^finished in/ {print $4}')
 			p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
 			echo "h2c $name $r $p" | tee -a "$results" >&2
-			before=$(cpu_ticks "$name")
-			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -n"${H2N:-40000}" "http://127.0.0.1:$(h2c_port "$name")/")
-			after=$(cpu_ticks "$name")
-			done_=$(echo "$out" | awk '/^requests:/ {print $8}')
-			echo "h2c-cpu $name $(( (after - before) * 1000 * 1000 / hz / done_ )) 0" | tee -a "$results" >&2
+			h2_cpu h2c-cpu "$name" "http://127.0.0.1:$(h2c_port "$name")/"
 		done
 	done
-	if [ -n "${PERF:-}" ]; then # a run of its own, after the rounds
-		perf record -q -g -o "$work/perf.data" -p "$h2loops_pid" -- sleep "${DURATION%s}" >/dev/null 2>&1 & prof=$!
-		h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "http://127.0.0.1:$SLC/" >/dev/null
-		wait "$prof" || true
-		echo "CPU profile of sluice-h2loops under h2load (perf report, self time):"
-		perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -5 || true
-		perf report -i "$work/perf.data" --no-children --dsos sluice --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -30 || true
+	if [ -n "${PERF:-}" ]; then
+		h2_profile "http://127.0.0.1:$SLC/"
 	fi
 fi
 
@@ -368,7 +402,7 @@ label = {"nginx": "nginx", "sluice": "sluice", "sluice-dashboard": "sluice, dash
          "sluice-trace-0.01": "sluice, tracing 0.01", "sluice-trace-1": "sluice, tracing 1.0", "sluice-baseline": "sluice at BASELINE", "sluice-goroutine": "sluice, goroutine engine", "fasthttp": "bare fasthttp proxy",
          "gnet": "bare gnet event loop", "reverseproxy": "httputil.ReverseProxy"}
 label.update({"h2hello": "net/http HTTP/2, no proxy", "h2proxy": "net/http HTTP/2, least proxy",
-              "sluice-h2loops": "sluice, h2c on the loops"})
+              "sluice-h2loops": "sluice, HTTP/2 on the loops"})
 def ratio(xs, base):
     # The median over rounds of each round's ratio to nginx's in the same
     # round, and their range: a round's proxies run one after the other,
@@ -377,18 +411,18 @@ def ratio(xs, base):
     if not rs:
         return "-"
     return f"{statistics.median(rs):.2f} ({rs[0]:.2f}-{rs[-1]:.2f})"
-cpu = collections.defaultdict(list)
-for (phase, name), rs in runs.items():
-    if phase == "h2c-cpu":
-        cpu[name] = [r for r, _ in rs]
-if cpu:
-    print("\nh2c CPU time per 1000 requests (ms, user and system, the proxy's processes): median (range) of the rounds; ratio to nginx by round")
-    for name in ("nginx", "sluice", "sluice-h2loops"):
-        if cpu[name]:
-            print(f"{label[name]:26} {statistics.median(cpu[name]):8.0f} ({min(cpu[name]):.0f}-{max(cpu[name]):.0f}) {ratio(cpu[name], cpu['nginx']):>20}")
-h2c = {name: [r for r, _ in runs.get(("h2c", name), [])] for name in ("sluice", "sluice-h2loops")}
-if h2c["sluice"] and h2c["sluice-h2loops"]:
-    print(f"\nh2c on the loops vs net/http's h2c, same build, req/s: {ratio(h2c['sluice-h2loops'], h2c['sluice'])}")
+for phase, proto in (("h2c", "h2c"), ("h2", "HTTP/2 over TLS")):
+    cpu = {name: [r for r, _ in runs.get((phase + "-cpu", name), [])] for name in ("nginx", "sluice", "sluice-h2loops")}
+    if any(cpu.values()):
+        print(f"\n{proto} CPU time per 1000 requests (ms, user and system, the proxy's processes): median (range) of the rounds; ratio to nginx by round")
+        for name, xs in cpu.items():
+            if xs:
+                print(f"{label[name]:26} {statistics.median(xs):8.0f} ({min(xs):.0f}-{max(xs):.0f}) {ratio(xs, cpu['nginx']):>20}")
+        if cpu["sluice"] and cpu["sluice-h2loops"]:
+            print(f"{proto} on the loops vs net/http's, same build, CPU per request: {ratio(cpu['sluice-h2loops'], cpu['sluice'])}")
+    sat = {name: [r for r, _ in runs.get((phase, name), [])] for name in ("sluice", "sluice-h2loops")}
+    if sat["sluice"] and sat["sluice-h2loops"]:
+        print(f"\n{proto} on the loops vs net/http's, same build, req/s: {ratio(sat['sluice-h2loops'], sat['sluice'])}")
 for phase, title in (("saturated", "saturation (wrk)"), ("fixed-rate", f"fixed rate of {sys.argv[2]} req/s (open loop)"),
                      ("https", "HTTPS, HTTP/1.1 keep-alive, saturation (wrk)"), ("h2", "HTTP/2 over TLS, saturation (h2load; latency: mean)"),
                      ("h2ceiling", "HTTP/2 over TLS beside net/http's ceilings (h2load; latency: mean)"),
