@@ -114,3 +114,35 @@ func textPos(t *testing.T, src, text string) string {
 	col := i - strings.LastIndex(src[:i], "\n")
 	return fmt.Sprintf("c.yaml:%d:%d: ", line, col)
 }
+
+// TestHTTP2LoopsDefault: server.http2.loops defaults to true with the loop
+// engine and to false with the goroutine engine, and a value the file
+// gives, false included, is kept.
+func TestHTTP2LoopsDefault(t *testing.T) {
+	cases := []struct {
+		server string
+		want   bool
+	}{
+		{"{}", true},
+		{"{engine: loop}", true},
+		{"{engine: goroutine}", false},
+		{"{http2: {loops: false}}", false},
+		{"{engine: loop, http2: {loops: false}}", false},
+		{"{engine: loop, http2: {loops: true}}", true},
+		{"{engine: loop, http2: {loops: null}}", true},
+		{"{engine: goroutine, http2: {loops: true}}", true},
+	}
+	for _, tc := range cases {
+		c, err := config.Parse("h2.yaml", []byte(`
+server: `+tc.server+`
+upstreams: {a: {targets: ["http://127.0.0.1:1"]}}
+routes: [{name: r, upstream: a}]
+`))
+		if err != nil {
+			t.Fatalf("server %s: %v", tc.server, err)
+		}
+		if got := c.Server.HTTP2.Loops; got != tc.want {
+			t.Errorf("server %s: http2.loops = %v, want %v", tc.server, got, tc.want)
+		}
+	}
+}

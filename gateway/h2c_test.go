@@ -201,7 +201,7 @@ routes:
 			http2.SettingMaxConcurrentStreams: 7,
 			http2.SettingInitialWindowSize:    131072,
 		}
-		if h2LoopsOn {
+		if h2OnLoops(engine) {
 			// The loops' stream window is theirs: 64 KiB, within the
 			// buffer's bound.
 			want[http2.SettingInitialWindowSize] = 64 << 10
