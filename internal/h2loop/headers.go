@@ -232,9 +232,11 @@ func (c *Conn) endBlock() {
 // request sets s's request from fields, and reports false when it is
 // malformed (RFC 9113 section 8.3.1): a CONNECT request without
 // :protocol (not served here) or with it but without :authority (RFC
-// 8441 section 4), :protocol on another method, a :path that is neither
-// absolute nor "*" for OPTIONS, a pseudo-header field missing or empty,
-// or content-length fields that are not one length.
+// 8441 section 4), :protocol on another method, a pseudo-header field
+// missing or empty, or content-length fields that are not one length. A
+// :path of another form than an absolute path (a relative one, "*", an
+// absolute URI, as net/http's HTTP/2 server takes them) is the server's to
+// judge.
 func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 	var regular []hpack.HeaderField
 	for i, f := range fields {
@@ -259,9 +261,6 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 		return false
 	}
 	if s.Protocol != "" && s.Authority == "" {
-		return false
-	}
-	if s.Path[0] != '/' && (s.Path != "*" || s.Method != "OPTIONS") {
 		return false
 	}
 	for _, f := range regular {
