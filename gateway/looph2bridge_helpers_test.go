@@ -35,9 +35,3 @@ func withH2Loops(cfg *config.Config) {
 		cfg.Server.HTTP2.Loops = false
 	}
 }
-
-// h2OnLoops reports whether a gateway of engine, started by this test now,
-// serves h2c and HTTP/2 over TLS on its event loops.
-func h2OnLoops(engine string) bool {
-	return engine == "loop" && !h2LoopsOff && runtime.GOOS == "linux"
-}
