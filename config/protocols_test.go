@@ -82,7 +82,7 @@ routes: [{name: r, upstream: a}]
 		{"protocol", c.Upstreams["a"].Protocol, "http1"},
 		{"streams", c.Server.HTTP2.MaxConcurrentStreams, 250},
 		{"stream buffer", c.Server.HTTP2.MaxStreamBufferBytes, 1 << 20},
-		{"h2c on the loops", c.Server.HTTP2.Loops, false},
+		{"HTTP/2 on the loops", c.Server.HTTP2.Loops, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
