@@ -190,7 +190,11 @@ var errBadRefusal = &answerError{msg: "gateway: the target's answer to a WebSock
 // resets a stream whose write deadline passes even with nothing to
 // write, which would end a WebSocket quiet for server.write_timeout. So
 // the deadline is set on the stream for each write and lifted after it,
-// and a deadline set during a write bounds that write at once.
+// and a deadline set during a write bounds that write at once: a write
+// sets the stream's deadline again until it is the latest one set, so
+// that an older deadline it read before never replaces a sooner one set
+// meanwhile (a tunnel's GoAway, which would otherwise wait for the write
+// as long as server.write_timeout).
 type h2StreamConn struct {
 	body   io.ReadCloser
 	w      http.ResponseWriter
@@ -212,19 +216,41 @@ func (c *h2StreamConn) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	c.writing.Store(true)
-	dl := c.deadline.Load()
-	if dl != 0 {
-		_ = c.rc.SetWriteDeadline(time.Unix(0, dl))
-	}
+	set := c.applyDeadline()
 	n, err := c.w.Write(p)
 	if err == nil {
 		err = c.rc.Flush()
 	}
 	c.writing.Store(false)
-	if dl != 0 {
+	if set != 0 || c.deadline.Load() != 0 {
 		_ = c.rc.SetWriteDeadline(time.Time{})
 	}
 	return n, err
+}
+
+// applyDeadline sets c.deadline on the stream, again as long as it
+// changed while it was being set, and returns the one set last (0: none
+// was). A SetWriteDeadline that stores after applyDeadline's last load
+// sees c.writing and sets its own.
+func (c *h2StreamConn) applyDeadline() int64 {
+	var set int64
+	for {
+		dl := c.deadline.Load()
+		if dl == set {
+			return set
+		}
+		_ = c.rc.SetWriteDeadline(unixNano(dl))
+		set = dl
+	}
+}
+
+// unixNano is the time of ns nanoseconds since the Unix epoch; the zero
+// time for 0.
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 func (c *h2StreamConn) Close() error { return c.body.Close() }
