@@ -221,6 +221,11 @@ type HTTP2 struct {
 	// how much of it the gateway buffers before the client must wait.
 	// Default 1 MiB, between 64 KiB and 4 MiB.
 	MaxStreamBufferBytes int `yaml:"max_stream_buffer_bytes"`
+	// MaxWebSocketsPerConnection is how many WebSockets (RFC 8441, each on
+	// a stream) one connection may carry at once; a handshake past it is
+	// refused with 429 (reason websocket_limit), as a browser opens a
+	// handful per page. Default 100, at most 10000.
+	MaxWebSocketsPerConnection int `yaml:"max_websockets_per_connection"`
 	// Loops serves h2c (prior knowledge) on the event loops rather than on
 	// net/http's HTTP/2 server: an experiment, off by default, for
 	// server.engine loop. The loops serve the requests they serve as

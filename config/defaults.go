@@ -79,6 +79,7 @@ func (d defaults) config(c *Config) {
 	d.str("server.engine", &c.Server.Engine, "loop")
 	d.int("server.http2.max_concurrent_streams", &c.Server.HTTP2.MaxConcurrentStreams, 250)
 	d.int("server.http2.max_stream_buffer_bytes", &c.Server.HTTP2.MaxStreamBufferBytes, 1<<20)
+	d.int("server.http2.max_websockets_per_connection", &c.Server.HTTP2.MaxWebSocketsPerConnection, 100)
 	if c.TLS != nil {
 		d.str("tls.min_version", &c.TLS.MinVersion, "1.2")
 	}

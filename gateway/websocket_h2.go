@@ -78,6 +78,14 @@ func (g *Gateway) serveH2WebSocket(ctx *fasthttp.RequestCtx, w http.ResponseWrit
 		return false
 	}
 	sw := &statusWriter{ResponseWriter: w}
+	k := connKey{remote: r.RemoteAddr, tls: r.TLS != nil}
+	if !g.tunnels.admit(k, st.cfg.Server.HTTP2.MaxWebSocketsPerConnection) {
+		reason := writeStdError(sw, errTooManyWebSockets)
+		ctx.Response.SetStatusCode(sw.status())
+		g.finish(ctx, rt, start, reason, o)
+		return true
+	}
+	defer g.tunnels.leave(k)
 	call, up, reason := g.h2Handshake(ctx, sw, r, st, rt, o, key)
 	ctx.Response.SetStatusCode(sw.status())
 	g.finish(ctx, rt, start, reason, o)
@@ -143,6 +151,12 @@ func (g *Gateway) h2Handshake(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r
 	}
 	return call, up, ""
 }
+
+// errTooManyWebSockets is the error of a WebSocket handshake over HTTP/2
+// on a connection that carries server.http2.max_websockets_per_connection
+// already: a 429.
+var errTooManyWebSockets = &answerError{msg: "gateway: too many WebSockets on this connection",
+	code: http.StatusTooManyRequests, reason: "websocket_limit"}
 
 // errBadAccept is the error of a target that accepted a handshake with a
 // Sec-WebSocket-Accept that does not answer its key: a 502.
