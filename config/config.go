@@ -179,6 +179,14 @@ type Server struct {
 	// A longer body is answered 413, and an HTTP/1.x connection closes
 	// after the answer (see README, "A refused body closes"). Default 0.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// MaxHeldBodyBytes bounds, across the whole gateway, the request
+	// bodies held in memory so that a retry may send them again (those of
+	// a Content-Length up to 1 MiB, served on goroutines: HTTP/2 streams,
+	// the goroutine engine, what the loops hand over), counted at their
+	// announced length. A body that would pass it streams once instead
+	// and its request is not retried, as Envoy's retry buffer limit does;
+	// the request is still served. 0 holds none. Default 64 MiB.
+	MaxHeldBodyBytes int `yaml:"max_held_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
 	// flight before closing them. Default 30s. WebSocket connections still
 	// open at its end get a close frame 1001 (going away) and are closed.

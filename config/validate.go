@@ -192,6 +192,9 @@ func (v *validator) config(c *Config) {
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
 	}
+	if c.Server.MaxHeldBodyBytes < 0 {
+		v.at("server.max_held_body_bytes", "cannot be negative")
+	}
 	for name, u := range c.Upstreams {
 		v.upstream("upstreams."+name, u)
 	}
