@@ -182,7 +182,8 @@ type Server struct {
 	// MaxHeldBodyBytes bounds, across the whole gateway, the request
 	// bodies held in memory so that a retry may send them again (those of
 	// a Content-Length up to 1 MiB, served on goroutines: HTTP/2 streams,
-	// the goroutine engine, what the loops hand over), counted at their
+	// the goroutine engine, what the loops hand over; a gRPC call's
+	// request on a route that retries, once read), counted at their
 	// announced length. A body that would pass it streams once instead
 	// and its request is not retried, as Envoy's retry buffer limit does;
 	// the request is still served. 0 holds none. Default 64 MiB.

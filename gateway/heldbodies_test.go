@@ -9,8 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
+	"google.golang.org/grpc/codes"
+
+	"github.com/sluicehq/sluice/clock"
 )
 
 // TestHeldBodiesBound sends PUTs with a 100-byte body over h2c to a
@@ -63,6 +67,48 @@ routes:
 			resp.Body.Close()
 			if resp.StatusCode != tc.want {
 				t.Errorf("held%q: %d, want %d", tc.held, resp.StatusCode, tc.want)
+			}
+			m := gw.metricsText(t)
+			overflows := "sluice_held_body_overflows_total 0"
+			if tc.held != "" {
+				overflows = "sluice_held_body_overflows_total 1"
+			}
+			if !strings.Contains(m, overflows+"\n") || !strings.Contains(m, "sluice_held_body_bytes 0\n") {
+				t.Errorf("held%q: metrics want %q and no byte held:\n%s", tc.held, overflows, grepLines(m, "sluice_held_body"))
+			}
+		}
+	})
+}
+
+// TestHeldBodiesBoundGRPC makes a unary call, named idempotent on a
+// retrying route, whose first attempt fails UNAVAILABLE: with
+// server.max_held_body_bytes 4 its request is not held (it streams once,
+// and the client gets the UNAVAILABLE), and the overflow is counted; with
+// the default it is held and retried (OK). (A call's request was held,
+// up to 1 MiB, with no bound across the gateway.)
+func TestHeldBodiesBoundGRPC(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startGRPCUpstream(t)
+		for _, tc := range []struct {
+			held string
+			want codes.Code
+		}{{", max_held_body_bytes: 4", codes.Unavailable}, {"", codes.OK}} {
+			fc := clock.NewFake(time.Time{})
+			gw := startGatewayClock(t, parseConfig(t, `
+server: {engine: %s%s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - name: grpc
+    upstream: up
+    grpc: {idempotent: [/grpc.testing.TestService/UnaryCall]}
+    policies:
+      retry: {attempts: 2, backoff: {initial: 1ns, max: 1ns, jitter: none}}
+`, engine, tc.held, up.addr), fc)
+			pumpClock(t, fc, time.Nanosecond)
+			up.failFirst.Store(1)
+			if st, _ := unary(t, grpcClient(t, gw.Addr), "retried"); st.Code() != tc.want {
+				t.Errorf("held%q: %v, want %v", tc.held, st, tc.want)
 			}
 			m := gw.metricsText(t)
 			overflows := "sluice_held_body_overflows_total 0"
