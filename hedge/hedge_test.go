@@ -546,10 +546,11 @@ func TestHedgeNotSentRefunds(t *testing.T) {
 		b.tokens.Store(1)
 		p := mustNew(t, Options{Delay: delay, MaxHedges: 1, Clock: fc, Budget: b})
 		first, hedgeStarted, hedgeEnd := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		hedgeDone := make(chan struct{})
+		firstStarted, hedgeDone := make(chan struct{}), make(chan struct{})
 		var n atomic.Int64
 		next := func(ctx context.Context) sluice.Result {
 			if n.Add(1) == 1 {
+				close(firstStarted)
 				<-first
 				return success("first")
 			}
@@ -559,6 +560,7 @@ func TestHedgeNotSentRefunds(t *testing.T) {
 			return notSent
 		}
 		out := runAsync(p, context.Background(), next)
+		<-firstStarted // so that the hedge is the second call of next
 		blockUntil(t, fc, 1)
 		fc.Advance(delay)
 		<-hedgeStarted
