@@ -73,12 +73,14 @@ func (d defaults) config(c *Config) {
 	d.dur("server.idle_timeout", &c.Server.IdleTimeout, 120*time.Second)
 	d.dur("server.write_timeout", &c.Server.WriteTimeout, 60*time.Second)
 	d.int("server.max_header_bytes", &c.Server.MaxHeaderBytes, 32<<10)
+	d.int("server.max_held_body_bytes", &c.Server.MaxHeldBodyBytes, 64<<20)
 	d.dur("server.shutdown_timeout", &c.Server.ShutdownTimeout, 30*time.Second)
 	d.dur("server.websocket_idle_timeout", &c.Server.WebSocketIdleTimeout, 5*time.Minute)
 	d.dur("server.grpc_idle_timeout", &c.Server.GRPCIdleTimeout, 5*time.Minute)
 	d.str("server.engine", &c.Server.Engine, "loop")
 	d.int("server.http2.max_concurrent_streams", &c.Server.HTTP2.MaxConcurrentStreams, 250)
 	d.int("server.http2.max_stream_buffer_bytes", &c.Server.HTTP2.MaxStreamBufferBytes, 1<<20)
+	d.int("server.http2.max_websockets_per_connection", &c.Server.HTTP2.MaxWebSocketsPerConnection, 100)
 	if c.TLS != nil {
 		d.str("tls.min_version", &c.TLS.MinVersion, "1.2")
 	}
