@@ -12,15 +12,16 @@ import (
 )
 
 // TestLoopTLSRefusedHeaderCloses sends, after a request answered on an
-// open TLS connection, bytes whose record header crypto/tls refuses at
-// once: plaintext HTTP (not TLS's record version), and a header announcing
-// more than TLS 1.3 allows. The gateway closes the connection without
-// waiting for the bytes the header announces (its idle timeout is an
-// hour), on each engine.
+// open TLS connection, bytes that crypto/tls refuses at once: plaintext
+// HTTP (not TLS's record version), a header announcing more than TLS 1.3
+// allows, an empty record (too short to decrypt). The gateway closes the
+// connection without waiting for the bytes a header announces (its idle
+// timeout is an hour), on each engine.
 func TestLoopTLSRefusedHeaderCloses(t *testing.T) {
 	for name, garbage := range map[string][]byte{
 		"plaintext": []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
 		"oversized": {23, 3, 3, 0x41, 0x01}, // 16641 bytes: over 2^14+256
+		"empty":     {23, 3, 3, 0, 0},       // too short to decrypt
 	} {
 		t.Run(name, func(t *testing.T) {
 			forEngines(t, func(t *testing.T, engine string) {
