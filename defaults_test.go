@@ -66,31 +66,34 @@ routes:
 	}
 	// YAML path → the library's default, the gateway's.
 	code := map[string][2]string{
-		"rate_limit.algorithm":            {string(ratelimit.GCRA), p.RateLimit.Algorithm},
-		"rate_limit.burst":                {libBurst, burst},
-		"rate_limit.key":                  {"ip", p.RateLimit.Key.String()}, // httpguard's default: TestMiddlewareDefaultKeyIsClientIP
-		"store.max_keys":                  {strconv.Itoa(ratelimit.DefaultMaxKeys), strconv.Itoa(cfg.Store.MaxKeys)},
-		"store.redis.timeout":             {redisstore.DefaultTimeout.String(), cfg.Store.Redis.Timeout.D().String()},
-		"circuit_breaker.failure_rate":    {f(breaker.DefaultFailureRate), f(p.CircuitBreaker.FailureRate)},
-		"circuit_breaker.window.size":     {strconv.Itoa(breaker.DefaultCountWindow), p.CircuitBreaker.Window.Size},
-		"circuit_breaker.min_calls":       {strconv.Itoa(breaker.DefaultMinCalls), strconv.Itoa(p.CircuitBreaker.MinCalls)},
-		"circuit_breaker.open_for":        {breaker.DefaultOpenDuration.String(), p.CircuitBreaker.OpenFor.D().String()},
-		"circuit_breaker.half_open_calls": {strconv.Itoa(breaker.DefaultHalfOpenCalls), strconv.Itoa(p.CircuitBreaker.HalfOpenCalls)},
-		"retry.attempts":                  {strconv.Itoa(retry.DefaultMaxAttempts), strconv.Itoa(p.Retry.Attempts)},
-		"retry.backoff.initial":           {retry.DefaultInitial.String(), p.Retry.Backoff.Initial.D().String()},
-		"retry.backoff.max":               {retry.DefaultMax.String(), p.Retry.Backoff.Max.D().String()},
-		"retry.backoff.jitter":            {zeroJitter.String(), p.Retry.Backoff.Jitter.String()},
-		"retry.budget":                    {f(retry.DefaultRatio), f(p.Retry.Budget)},
-		"concurrency.adaptive.algorithm":  {"default", p.Concurrency.Adaptive.Algorithm}, // chain.Builder.Adaptive: TestAdaptiveDefaultAlgorithm
-		"concurrency.adaptive.initial":    {strconv.Itoa(limit.DefaultInitialLimit), strconv.Itoa(p.Concurrency.Adaptive.Initial)},
-		"concurrency.adaptive.min":        {strconv.Itoa(limit.DefaultMinLimit), strconv.Itoa(p.Concurrency.Adaptive.Min)},
-		"concurrency.adaptive.max":        {strconv.Itoa(limit.DefaultMaxLimit), strconv.Itoa(p.Concurrency.Adaptive.Max)},
-		"concurrency.queue":               {"0", strconv.Itoa(p.Concurrency.Queue)},
-		"hedge.window":                    {strconv.Itoa(hedge.DefaultWindow), strconv.Itoa(p.Hedge.Window)},
-		"fallback.last_good.max_entries":  {strconv.Itoa(fallback.DefaultMaxKeys), strconv.Itoa(p.Fallback.LastGood.MaxEntries)},
-		"server.websocket_idle_timeout":   gatewayOnly(cfg.Server.WebSocketIdleTimeout.D()),
-		"server.grpc_idle_timeout":        gatewayOnly(cfg.Server.GRPCIdleTimeout.D()),
-		"rate_limit.ipv6_prefix":          {strconv.Itoa(p.RateLimit.IPv6Prefix), strconv.Itoa(p.RateLimit.IPv6Prefix)}, // gateway only
+		"rate_limit.algorithm":                       {string(ratelimit.GCRA), p.RateLimit.Algorithm},
+		"rate_limit.burst":                           {libBurst, burst},
+		"rate_limit.key":                             {"ip", p.RateLimit.Key.String()}, // httpguard's default: TestMiddlewareDefaultKeyIsClientIP
+		"store.max_keys":                             {strconv.Itoa(ratelimit.DefaultMaxKeys), strconv.Itoa(cfg.Store.MaxKeys)},
+		"store.redis.timeout":                        {redisstore.DefaultTimeout.String(), cfg.Store.Redis.Timeout.D().String()},
+		"circuit_breaker.failure_rate":               {f(breaker.DefaultFailureRate), f(p.CircuitBreaker.FailureRate)},
+		"circuit_breaker.window.size":                {strconv.Itoa(breaker.DefaultCountWindow), p.CircuitBreaker.Window.Size},
+		"circuit_breaker.min_calls":                  {strconv.Itoa(breaker.DefaultMinCalls), strconv.Itoa(p.CircuitBreaker.MinCalls)},
+		"circuit_breaker.open_for":                   {breaker.DefaultOpenDuration.String(), p.CircuitBreaker.OpenFor.D().String()},
+		"circuit_breaker.half_open_calls":            {strconv.Itoa(breaker.DefaultHalfOpenCalls), strconv.Itoa(p.CircuitBreaker.HalfOpenCalls)},
+		"retry.attempts":                             {strconv.Itoa(retry.DefaultMaxAttempts), strconv.Itoa(p.Retry.Attempts)},
+		"retry.backoff.initial":                      {retry.DefaultInitial.String(), p.Retry.Backoff.Initial.D().String()},
+		"retry.backoff.max":                          {retry.DefaultMax.String(), p.Retry.Backoff.Max.D().String()},
+		"retry.backoff.jitter":                       {zeroJitter.String(), p.Retry.Backoff.Jitter.String()},
+		"retry.budget":                               {f(retry.DefaultRatio), f(p.Retry.Budget)},
+		"concurrency.adaptive.algorithm":             {"default", p.Concurrency.Adaptive.Algorithm}, // chain.Builder.Adaptive: TestAdaptiveDefaultAlgorithm
+		"concurrency.adaptive.initial":               {strconv.Itoa(limit.DefaultInitialLimit), strconv.Itoa(p.Concurrency.Adaptive.Initial)},
+		"concurrency.adaptive.min":                   {strconv.Itoa(limit.DefaultMinLimit), strconv.Itoa(p.Concurrency.Adaptive.Min)},
+		"concurrency.adaptive.max":                   {strconv.Itoa(limit.DefaultMaxLimit), strconv.Itoa(p.Concurrency.Adaptive.Max)},
+		"concurrency.queue":                          {"0", strconv.Itoa(p.Concurrency.Queue)},
+		"hedge.window":                               {strconv.Itoa(hedge.DefaultWindow), strconv.Itoa(p.Hedge.Window)},
+		"fallback.last_good.max_entries":             {strconv.Itoa(fallback.DefaultMaxKeys), strconv.Itoa(p.Fallback.LastGood.MaxEntries)},
+		"server.websocket_idle_timeout":              gatewayOnly(cfg.Server.WebSocketIdleTimeout.D()),
+		"server.grpc_idle_timeout":                   gatewayOnly(cfg.Server.GRPCIdleTimeout.D()),
+		"server.max_held_body_bytes":                 {strconv.Itoa(cfg.Server.MaxHeldBodyBytes), strconv.Itoa(cfg.Server.MaxHeldBodyBytes)},                                 // gateway only
+		"server.http2.max_websockets_per_connection": {strconv.Itoa(cfg.Server.HTTP2.MaxWebSocketsPerConnection), strconv.Itoa(cfg.Server.HTTP2.MaxWebSocketsPerConnection)}, // gateway only
+		"server.http2.loops":                         {strconv.FormatBool(cfg.Server.HTTP2.Loops), strconv.FormatBool(cfg.Server.HTTP2.Loops)},                               // gateway only
+		"rate_limit.ipv6_prefix":                     {strconv.Itoa(p.RateLimit.IPv6Prefix), strconv.Itoa(p.RateLimit.IPv6Prefix)},                                           // gateway only
 	}
 
 	doc, err := os.ReadFile("docs/defaults.md")

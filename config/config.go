@@ -181,6 +181,15 @@ type Server struct {
 	// 413, not 100), and an HTTP/1.x connection closes after the answer
 	// (see README, "A refused body closes"). Default 0.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// MaxHeldBodyBytes bounds, across the whole gateway, the request
+	// bodies held in memory so that a retry may send them again (those of
+	// a Content-Length up to 1 MiB, served on goroutines: HTTP/2 streams,
+	// the goroutine engine, what the loops hand over; a gRPC call's
+	// request on a route that retries, once read), counted at their
+	// announced length. A body that would pass it streams once instead
+	// and its request is not retried, as Envoy's retry buffer limit does;
+	// the request is still served. 0 holds none. Default 64 MiB.
+	MaxHeldBodyBytes int `yaml:"max_held_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
 	// flight before closing them. Default 30s. WebSocket connections still
 	// open at its end get a close frame 1001 (going away) and are closed.
@@ -223,6 +232,11 @@ type HTTP2 struct {
 	// how much of it the gateway buffers before the client must wait.
 	// Default 1 MiB, between 64 KiB and 4 MiB.
 	MaxStreamBufferBytes int `yaml:"max_stream_buffer_bytes"`
+	// MaxWebSocketsPerConnection is how many WebSockets (RFC 8441, each on
+	// a stream) one connection may carry at once; a handshake past it is
+	// refused with 429 (reason websocket_limit), as a browser opens a
+	// handful per page. Default 100, at most 10000.
+	MaxWebSocketsPerConnection int `yaml:"max_websockets_per_connection"`
 	// Loops serves h2c (prior knowledge) and HTTP/2 over TLS (ALPN h2) on
 	// the event loops rather than on net/http's HTTP/2 server. Default true
 	// with server.engine loop, false with goroutine; it has effect only

@@ -42,6 +42,10 @@ func TestProtocolsRefused(t *testing.T) {
 			`server.http2.max_concurrent_streams: want between 1 and 10000, got 0`},
 		{"stream buffer", base + "server: {http2: {max_stream_buffer_bytes: 1024}}\n", "1024",
 			`server.http2.max_stream_buffer_bytes: want between 65536 and 4194304 bytes, got 1024`},
+		{"held bodies", base + "server: {max_held_body_bytes: -1}\n", "-1",
+			`server.max_held_body_bytes: cannot be negative`},
+		{"websockets per connection", base + "server: {http2: {max_websockets_per_connection: 0}}\n", "0}",
+			`server.http2.max_websockets_per_connection: want between 1 and 10000, got 0`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +86,8 @@ routes: [{name: r, upstream: a}]
 		{"protocol", c.Upstreams["a"].Protocol, "http1"},
 		{"streams", c.Server.HTTP2.MaxConcurrentStreams, 250},
 		{"stream buffer", c.Server.HTTP2.MaxStreamBufferBytes, 1 << 20},
+		{"websockets per connection", c.Server.HTTP2.MaxWebSocketsPerConnection, 100},
+		{"held bodies", c.Server.MaxHeldBodyBytes, 64 << 20},
 		{"HTTP/2 on the loops", c.Server.HTTP2.Loops, true},
 	}
 	for _, c := range checks {

@@ -177,6 +177,9 @@ func (v *validator) config(c *Config) {
 	if n := c.Server.HTTP2.MaxStreamBufferBytes; n < 64<<10 || n > 4<<20 {
 		v.at("server.http2.max_stream_buffer_bytes", "want between 65536 and 4194304 bytes, got %d", n)
 	}
+	if n := c.Server.HTTP2.MaxWebSocketsPerConnection; n < 1 || n > 10000 {
+		v.at("server.http2.max_websockets_per_connection", "want between 1 and 10000, got %d", n)
+	}
 	if c.TLS != nil {
 		v.tls(c.TLS, c.Listen)
 	}
@@ -188,6 +191,9 @@ func (v *validator) config(c *Config) {
 	v.duration("server.grpc_idle_timeout", c.Server.GRPCIdleTimeout, MinDuration, MaxDuration)
 	if c.Server.MaxBodyBytes < 0 {
 		v.at("server.max_body_bytes", "cannot be negative")
+	}
+	if c.Server.MaxHeldBodyBytes < 0 {
+		v.at("server.max_held_body_bytes", "cannot be negative")
 	}
 	for name, u := range c.Upstreams {
 		v.upstream("upstreams."+name, u)

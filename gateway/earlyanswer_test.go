@@ -164,3 +164,48 @@ routes:
 		}
 	})
 }
+
+// TestBareLFHeadInPieces: the loops look at each piece of a head as it
+// comes (http1.BareLFFrom): a bare LF in a later piece is refused at once,
+// and a CRLF split between two pieces is no bare LF. (The pause between
+// the pieces lets the loop read them apart; the test holds either way.)
+func TestBareLFHeadInPieces(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		if engine != "loop" {
+			t.Skip("fasthttp waits for the head's end (docs/hostile-input.md)")
+		}
+		u := startRecordingUpstream(t)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, read_header_timeout: 1h}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, u.Addr))
+		for _, c := range []struct {
+			pieces []string
+			want   int
+		}{
+			{[]string{"GET / HTTP/1.1\r\nHost: x\r\n", "X-A: b\r\n", "X-B: c\nX-C"}, 400},
+			{[]string{"GET / HTTP/1.1\r", "\nHost: x\r", "\n\r", "\n"}, 200},
+			{[]string{"\r", "\nGET / HTTP/1.1\r\nHost: x\r\n", "\r\n"}, 200},
+		} {
+			conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetDeadline(time.Now().Add(waitLimit))
+			for _, p := range c.pieces {
+				if _, err := io.WriteString(conn, p); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil || resp.StatusCode != c.want {
+				t.Errorf("%q: %v, %v; want %d", c.pieces, resp, err, c.want)
+			}
+			_ = conn.Close()
+		}
+	})
+}

@@ -105,6 +105,8 @@ type Gateway struct {
 	exchanges sync.Pool
 	// tunnels are the open WebSocket connections (websocket.go).
 	tunnels tunnels
+	// held counts the request bodies held for retries (heldbodies.go).
+	held heldBodies
 	// hijacks are the goroutine engine's connections being taken over
 	// (hijack.go).
 	hijacks hijacks

@@ -125,9 +125,11 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	c.fwdHost, c.fwdProto = stdForwarded(r, st)
 	if rt.grpc.idempotent(r.URL.Path) {
 		if rt.policies.retry != nil {
-			if reason := c.readRequest(ctx); reason != "" {
+			n, reason := c.readRequest(ctx, &g.held, int64(st.cfg.Server.MaxHeldBodyBytes))
+			if reason != "" {
 				return reason
 			}
+			defer g.held.release(n)
 		} else if rt.life.flow.hedge != nil {
 			c.keepRequest() // not held back (see grpchedge.go)
 		}
@@ -203,19 +205,22 @@ func sleepCtx(ctx context.Context, lc *lifecycle, d time.Duration) bool {
 
 // readRequest reads the call's request whole, so that it can be sent
 // again, up to maxReplayBody: a longer one streams, and the call is sent
-// once. It answers and returns the reason when the request cannot be read
-// (or the call, ctx, ended idle meanwhile).
-func (c *grpcCall) readRequest(ctx context.Context) string {
+// once, as is one that held (of at most maxHeld bytes held across the
+// gateway) does not admit. It returns how many bytes held counts for the
+// request, to release once the call has ended. It answers and returns the
+// reason when the request cannot be read (or the call, ctx, ended idle
+// meanwhile).
+func (c *grpcCall) readRequest(ctx context.Context, held *heldBodies, maxHeld int64) (int64, string) {
 	b, err := io.ReadAll(io.LimitReader(c.in, maxReplayBody+1))
 	if err != nil {
-		return writeGRPCError(c.w, grpcIdleCause(ctx, err)) // errClientBody, errBodyTooLarge or errGRPCIdle
+		return 0, writeGRPCError(c.w, grpcIdleCause(ctx, err)) // errClientBody, errBodyTooLarge or errGRPCIdle
 	}
-	if len(b) > maxReplayBody {
+	if len(b) > maxReplayBody || !held.reserve(int64(len(b)), maxHeld) {
 		c.rest = io.MultiReader(bytes.NewReader(b), c.in)
-		return ""
+		return 0, ""
 	}
 	c.body, c.rest, c.hold = b, nil, true
-	return ""
+	return int64(len(b)), ""
 }
 
 // attempt sends the call to a's target, within the route's timeout from

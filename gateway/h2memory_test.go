@@ -15,13 +15,15 @@ import (
 // rest, what it holds grows with what arrived, not with what was
 // announced (its heap grows by less than 32 MiB). (Each stream's handler
 // allocated its announced length at once: 256 MiB for a few bytes of
-// headers, held until server.read_timeout.)
+// headers, held until server.read_timeout.) server.max_held_body_bytes
+// is raised so that every stream's body is held (past it, a body streams:
+// TestHeldBodiesBound).
 func TestHTTP2StreamsAnnouncingBodies(t *testing.T) {
 	const streams, announced = 256, 1 << 20
 	forH2Engines(t, func(t *testing.T, engine string) {
 		u := startRecordingUpstream(t)
 		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, http2: {max_concurrent_streams: %d}}
+server: {engine: %s, max_held_body_bytes: 1073741824, http2: {max_concurrent_streams: %d}}
 upstreams:
   up: {targets: ["http://%s"]}
 routes:

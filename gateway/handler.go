@@ -120,7 +120,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		g.exchanges.Put(x.reset())
 		return
 	}
-	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes); reason != "" {
+	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes, &g.held, int64(st.cfg.Server.MaxHeldBodyBytes)); reason != "" {
 		if rt.life.rate != nil {
 			rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 		}
@@ -239,9 +239,10 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 }
 
 // readBody prepares the request body: kept in memory when it is small
-// enough to send again on a retry, streamed otherwise. It writes the error
+// enough to send again on a retry and held (of at most maxHeld bytes held
+// across the gateway) admits it, streamed otherwise. It writes the error
 // response and returns its reason when the body is refused.
-func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
+func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int, held *heldBodies, maxHeld int64) string {
 	cl := ctx.Request.Header.ContentLength()
 	if maxBody > 0 && cl > maxBody {
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0)
@@ -253,13 +254,14 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int) string {
 		// No body (-2: no length and not chunked). A GET whose body has
 		// no length (-1: chunked, or HTTP/2 DATA) streams, bounded, as
 		// any other.
-	case cl > 0 && cl <= maxReplayBody:
+	case cl > 0 && cl <= maxReplayBody && held.reserve(int64(cl), maxHeld):
 		buf, err := readLength(stream, cl)
 		if err != nil {
+			held.release(int64(cl))
 			writeError(ctx, fasthttp.StatusBadRequest, "body_unreadable", 0)
 			return "body_unreadable"
 		}
-		x.body = buf
+		x.body, x.held, x.heldN = buf, held, int64(cl)
 	default:
 		if stream != nil {
 			b := newClientBody(stream, maxBody)

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/concurrency"
+	"github.com/sluicehq/sluice/hedge"
 )
 
 // errLost is the error of a hedged request's attempt that another attempt
@@ -44,8 +44,9 @@ type racer interface {
 }
 
 // errNotHedged is the result of a hedge its racer did not send (see
-// racer.ready): the request cannot be sent twice after all.
-var errNotHedged = errors.New("gateway: the request cannot be sent twice: not hedged")
+// racer.ready): the request cannot be sent twice after all. Its hedge
+// budget's token is given back (hedge.ErrNotSent).
+var errNotHedged = fmt.Errorf("gateway: the request cannot be sent twice: %w", hedge.ErrNotSent)
 
 // raceAnswer is how a raced attempt's exchange ended: with an answer v
 // (nil when it got none) whose outcome is the upstream's status code and

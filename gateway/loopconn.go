@@ -76,6 +76,7 @@ type clientConn struct {
 	// timer, due at wakeAt, brings the loop back to check it.
 	deadline  time.Time
 	reading   bool      // part of a request has arrived
+	lfFrom    int       // how much of the head arriving has no bare LF (see http1.BareLFFrom)
 	served    bool      // a request has arrived: HTTP/2's preface can no longer come
 	readStart time.Time // when it began to
 	wake      *time.Timer
@@ -238,7 +239,7 @@ func (cc *clientConn) serve() gnet.Action {
 		srv := &st.cfg.Server
 		now := time.Now()
 		if !cc.reading {
-			cc.reading, cc.readStart = true, now
+			cc.reading, cc.readStart, cc.lfFrom = true, now, 0
 			cc.setDeadline(now.Add(srv.ReadHeaderTimeout.D()))
 		}
 		if cc.tls != nil && cc.tls.h2 {
@@ -252,7 +253,8 @@ func (cc *clientConn) serve() gnet.Action {
 		}
 		hlen := bytes.Index(buf, crlf2) + 4
 		if hlen < 4 {
-			if http1.BareLF(buf) {
+			var bare bool
+			if bare, cc.lfFrom = http1.BareLFFrom(buf, cc.lfFrom); bare {
 				cc.refuseHead(now) // at once: fasthttp would wait for a CRLF CRLF
 				continue
 			}

@@ -95,8 +95,14 @@ func (t *loopTLS) feed() bool {
 		sw.in = append(sw.in, buf...)
 	}
 	ok := t.decrypt()
-	// A record not whole yet waits in storage of sw's own.
-	sw.own = append(sw.own[:0], sw.in...)
+	// A record not whole yet waits in storage of sw's own: moved to its
+	// start, unless it is there already (a record arriving a byte per
+	// event would be copied onto itself each time).
+	if len(sw.in) > 0 && cap(sw.own) > 0 && &sw.in[0] == &sw.own[:1][0] {
+		sw.own = sw.own[:len(sw.in)]
+	} else {
+		sw.own = append(sw.own[:0], sw.in...)
+	}
 	sw.in = sw.own
 	if len(sw.out) > 0 && t.Conn.OutboundBuffered() > maxPendingOut {
 		// tls.Conn answered records (a KeyUpdate that asks for one) of a

@@ -82,10 +82,16 @@ func (s *sockSwitch) Read(p []byte) (int, error) {
 // version (2), length (2).
 const recordHeaderLen = 5
 
-// maxRecordBody is the longest body of a TLS record that crypto/tls
-// accepts (TLS 1.2's 2^14 bytes and 2048 of expansion); it refuses a
-// header that announces more at once.
-const maxRecordBody = 16384 + 2048
+// maxRecordBody is the longest body of a TLS 1.3 record that crypto/tls
+// accepts (2^14 bytes and 256 of expansion); it refuses a header that
+// announces more at once. TLS 1.2 allows 2048 of expansion: tls.Conn,
+// read at such a header, reads what has come of the record and waits.
+const maxRecordBody = 16384 + 256
+
+// recordVersion is the version in the header of every record after the
+// handshake, of TLS 1.2 and 1.3 (the versions the gateway accepts);
+// crypto/tls refuses a header with another at once.
+const recordVersion = 0x0303
 
 // track moves the record parser past b, bytes handed to tls.Conn.
 func (s *sockSwitch) track(b []byte) {
@@ -120,8 +126,9 @@ func (s *sockSwitch) toBoundary() int {
 }
 
 // recordIn reports whether in holds the rest of the record under way, or
-// a header that crypto/tls refuses: tls.Conn, which holds part of a
-// record at most (unless held), has something to read.
+// a header that crypto/tls may refuse (a version other than
+// recordVersion, a length over maxRecordBody): tls.Conn, which holds part
+// of a record at most (unless held), has something to read or to refuse.
 func (s *sockSwitch) recordIn() bool {
 	in := s.in
 	if s.left > 0 {
@@ -134,7 +141,7 @@ func (s *sockSwitch) recordIn() bool {
 	}
 	in = in[copy(h[k:], in):]
 	n := int(h[3])<<8 | int(h[4])
-	return n > maxRecordBody || len(in) >= n
+	return int(h[1])<<8|int(h[2]) != recordVersion || n > maxRecordBody || len(in) >= n
 }
 
 func (s *sockSwitch) Write(p []byte) (int, error) {

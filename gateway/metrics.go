@@ -12,7 +12,8 @@ import (
 // atomics and the policies' own state: it costs requests nothing.
 func (g *Gateway) live() telemetry.Live {
 	st := g.state.Load()
-	l := telemetry.Live{Routes: make([]telemetry.RouteState, 0, len(st.routes))}
+	l := telemetry.Live{Routes: make([]telemetry.RouteState, 0, len(st.routes)),
+		HeldBodyBytes: g.held.bytes.Load(), HeldBodyOverflows: g.held.overflows.Load()}
 	for _, r := range st.routes {
 		rs := telemetry.RouteState{Name: r.name, InFlight: r.inflight.Load()}
 		p := r.policies

@@ -72,6 +72,8 @@ type exchange struct {
 	https   bool              // the client came over TLS: X-Forwarded-Proto is https unless a trusted proxy said
 	ready   bool              // req's headers are prepared for the upstream
 	body    []byte            // the replayable body; nil when streamed
+	held    *heldBodies       // counts body's length (reset releases it); nil when not held
+	heldN   int64             // the length held counts
 	stream  io.Reader         // the body when not replayable
 	sent    bool              // stream was given to an attempt
 	final   bool              // a failed attempt must not be retried
@@ -89,6 +91,9 @@ type exchange struct {
 // is cleared too: a request that is not watched (a streamed body, a
 // coalesced call) must not find the cut of a client that left before.
 func (x *exchange) reset() *exchange {
+	if x.held != nil {
+		x.held.release(x.heldN)
+	}
 	*x = exchange{xff: x.xff[:0], watch: x.watch}
 	x.watch.cut = upstream.Interrupt{}
 	return x

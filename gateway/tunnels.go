@@ -17,6 +17,43 @@ type tunnels struct {
 	closing bool          // Shutdown began: a new tunnel goes away at once
 	empty   chan struct{} // closed when n reaches zero while closing
 	away    int           // tunnels goAway sent away
+	// perConn counts the WebSockets over HTTP/2 each connection carries
+	// (see admit), by connKey; a connection carrying none has no entry.
+	perConn map[connKey]int
+}
+
+// connKey names an HTTP/2 client connection while it is open: its peer's
+// address, and whether it came over TLS (the plaintext and TLS listeners
+// each have their own connections).
+type connKey struct {
+	remote string
+	tls    bool
+}
+
+// admit counts a WebSocket on connection k unless k carries max already,
+// and reports whether it did; leave must follow when it did.
+func (ts *tunnels) admit(k connKey, max int) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.perConn[k] >= max {
+		return false
+	}
+	if ts.perConn == nil {
+		ts.perConn = map[connKey]int{}
+	}
+	ts.perConn[k]++
+	return true
+}
+
+// leave forgets a WebSocket admit counted on k.
+func (ts *tunnels) leave(k connKey) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.perConn[k] <= 1 {
+		delete(ts.perConn, k)
+		return
+	}
+	ts.perConn[k]--
 }
 
 // begin counts a handshake the upstream accepted, whose connection is

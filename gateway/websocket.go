@@ -144,8 +144,10 @@ func (g *Gateway) wsHandshake(rt *route, obs *observation, head func(host string
 }
 
 // wsExchange connects to t and exchanges the handshake, whose request
-// head is head; limit, when above zero, bounds it all. Zero connect and
-// response-header timeouts are no bound, as for other requests.
+// head is head; limit, when above zero, bounds it all, else t's
+// response-header timeout bounds all but connecting; an answer other than
+// 101 keeps that bound for its body. Zero connect and response-header
+// timeouts are no bound, as for other requests.
 func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Response, error) {
 	var deadline time.Time // zero: none
 	if limit > 0 {
@@ -181,7 +183,11 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 		_ = conn.Close()
 		return nil, nil, err
 	}
-	_ = conn.SetDeadline(time.Time{})
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		_ = conn.SetDeadline(time.Time{})
+	}
+	// Else the deadline stays: a refusal's body, read whole (see
+	// wsRefusalBody), is bounded as the head was.
 	return &bufConn{Conn: conn, r: br}, resp, nil
 }
 

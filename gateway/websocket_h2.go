@@ -78,6 +78,14 @@ func (g *Gateway) serveH2WebSocket(ctx *fasthttp.RequestCtx, w http.ResponseWrit
 		return false
 	}
 	sw := &statusWriter{ResponseWriter: w}
+	k := connKey{remote: r.RemoteAddr, tls: r.TLS != nil}
+	if !g.tunnels.admit(k, st.cfg.Server.HTTP2.MaxWebSocketsPerConnection) {
+		reason := writeStdError(sw, errTooManyWebSockets)
+		ctx.Response.SetStatusCode(sw.status())
+		g.finish(ctx, rt, start, reason, o)
+		return true
+	}
+	defer g.tunnels.leave(k)
 	call, up, reason := g.h2Handshake(ctx, sw, r, st, rt, o, key)
 	ctx.Response.SetStatusCode(sw.status())
 	g.finish(ctx, rt, start, reason, o)
@@ -144,6 +152,12 @@ func (g *Gateway) h2Handshake(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r
 	return call, up, ""
 }
 
+// errTooManyWebSockets is the error of a WebSocket handshake over HTTP/2
+// on a connection that carries server.http2.max_websockets_per_connection
+// already: a 429.
+var errTooManyWebSockets = &answerError{msg: "gateway: too many WebSockets on this connection",
+	code: http.StatusTooManyRequests, reason: "websocket_limit"}
+
 // errBadAccept is the error of a target that accepted a handshake with a
 // Sec-WebSocket-Accept that does not answer its key: a 502.
 var errBadAccept = &answerError{msg: "gateway: the target's Sec-WebSocket-Accept does not answer the handshake's key",
@@ -190,7 +204,11 @@ var errBadRefusal = &answerError{msg: "gateway: the target's answer to a WebSock
 // resets a stream whose write deadline passes even with nothing to
 // write, which would end a WebSocket quiet for server.write_timeout. So
 // the deadline is set on the stream for each write and lifted after it,
-// and a deadline set during a write bounds that write at once.
+// and a deadline set during a write bounds that write at once: a write
+// sets the stream's deadline again until it is the latest one set, so
+// that an older deadline it read before never replaces a sooner one set
+// meanwhile (a tunnel's GoAway, which would otherwise wait for the write
+// as long as server.write_timeout).
 type h2StreamConn struct {
 	body   io.ReadCloser
 	w      http.ResponseWriter
@@ -212,19 +230,41 @@ func (c *h2StreamConn) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	c.writing.Store(true)
-	dl := c.deadline.Load()
-	if dl != 0 {
-		_ = c.rc.SetWriteDeadline(time.Unix(0, dl))
-	}
+	set := c.applyDeadline()
 	n, err := c.w.Write(p)
 	if err == nil {
 		err = c.rc.Flush()
 	}
 	c.writing.Store(false)
-	if dl != 0 {
+	if set != 0 || c.deadline.Load() != 0 {
 		_ = c.rc.SetWriteDeadline(time.Time{})
 	}
 	return n, err
+}
+
+// applyDeadline sets c.deadline on the stream, again as long as it
+// changed while it was being set, and returns the one set last (0: none
+// was). A SetWriteDeadline that stores after applyDeadline's last load
+// sees c.writing and sets its own.
+func (c *h2StreamConn) applyDeadline() int64 {
+	var set int64
+	for {
+		dl := c.deadline.Load()
+		if dl == set {
+			return set
+		}
+		_ = c.rc.SetWriteDeadline(unixNano(dl))
+		set = dl
+	}
+}
+
+// unixNano is the time of ns nanoseconds since the Unix epoch; the zero
+// time for 0.
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 func (c *h2StreamConn) Close() error { return c.body.Close() }

@@ -36,13 +36,26 @@ import (
 // default classifier sees the loser as Ignored and it feeds no breaker window.
 var ErrLost = errors.New("hedge: another attempt won")
 
+// ErrNotSent is what a hedge's attempt wraps in its Result's error, with
+// the class Dropped, when its call decides, once it began, not to send it
+// after all (the request turned out not to be one that can be sent
+// twice). Run then gives the hedge's token back to the Budget when the
+// Budget has a Refund method (Stats.Hedges still counts the hedge: it
+// counts hedges started).
+var ErrNotSent = errors.New("hedge: not sent")
+
 // Budget limits how many hedges may be sent, typically to a fraction of the
 // traffic. TryWithdraw takes one token and reports whether there was one; it
 // is called once per hedge (never for the first attempt) and must be safe
-// for concurrent use. retry.Budget satisfies it.
+// for concurrent use. A Budget that also has a method Refund() takes back
+// the token of a hedge not sent (see ErrNotSent). retry.Budget satisfies
+// it, with Refund.
 type Budget interface {
 	TryWithdraw() bool
 }
+
+// refunder is a Budget that takes back a token (see Budget).
+type refunder interface{ Refund() }
 
 // DefaultWindow is the number of latency samples used when
 // Options.Quantile is set and Options.Window is zero.
@@ -195,7 +208,7 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 		start = p.clock.Nanotime()
 	}
 	delay := p.Delay()
-	r := &race{ch: make(chan attempt, p.maxHedges+1), discard: p.discard}
+	r := &race{ch: make(chan attempt, p.maxHedges+1), discard: p.discard, unsent: p.unsent}
 	cancels := make([]context.CancelCauseFunc, 0, p.maxHedges+1)
 	launch := func() {
 		actx, cancel := context.WithCancelCause(ctx)
@@ -280,6 +293,13 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 	}
 }
 
+// unsent gives back the token of a hedge not sent (see ErrNotSent).
+func (p *Policy) unsent() {
+	if rf, ok := p.budget.(refunder); ok {
+		rf.Refund()
+	}
+}
+
 // settle ends a race won (or ended) by attempt i, or by none if i is -1: it
 // cancels every other attempt and discards the Values of the results Run does
 // not return — prev, the failure held so far, and any result already
@@ -317,6 +337,7 @@ type attempt struct {
 type race struct {
 	ch      chan attempt // buffered for every attempt: sends never block
 	discard func(any)
+	unsent  func()     // called for a hedge not sent (ErrNotSent)
 	mu      sync.Mutex // protects decided and sends on ch
 	decided bool       // the race is over: late results are discarded
 }
@@ -335,6 +356,9 @@ func (r *race) run(ctx context.Context, i int, next sluice.Call) {
 	}()
 	res := next(ctx)
 	returned = true
+	if i > 0 && res.Class == sluice.Dropped && errors.Is(res.Err, ErrNotSent) {
+		r.unsent()
+	}
 	r.deliver(attempt{i: i, r: res})
 }
 

@@ -3,6 +3,7 @@ package hedge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -517,4 +518,73 @@ func BenchmarkRunNoHedge(b *testing.B) {
 			p.Run(ctx, next)
 		}
 	})
+}
+
+// refundBudget is a budget of tokens that takes back refunds, and says
+// so on refunded.
+type refundBudget struct {
+	tokens   atomic.Int64
+	refunded chan struct{}
+}
+
+func (b *refundBudget) TryWithdraw() bool { return b.tokens.Add(-1) >= 0 }
+func (b *refundBudget) Refund() {
+	b.tokens.Add(1)
+	b.refunded <- struct{}{}
+}
+
+// TestHedgeNotSentRefunds has a hedge decide not to send itself
+// (ErrNotSent), while the race is on and once it is over: each time its
+// token goes back to the budget. (A hedge not sent kept its token, so a
+// route whose calls were streams spent its budget on hedges it never
+// sent.)
+func TestHedgeNotSentRefunds(t *testing.T) {
+	notSent := sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: fmt.Errorf("a stream: %w", ErrNotSent)}}
+	for _, during := range []bool{true, false} {
+		fc := clock.NewFake(time.Time{})
+		b := &refundBudget{refunded: make(chan struct{}, 1)}
+		b.tokens.Store(1)
+		p := mustNew(t, Options{Delay: delay, MaxHedges: 1, Clock: fc, Budget: b})
+		first, hedgeStarted, hedgeEnd := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		firstStarted, hedgeDone := make(chan struct{}), make(chan struct{})
+		var n atomic.Int64
+		next := func(ctx context.Context) sluice.Result {
+			if n.Add(1) == 1 {
+				close(firstStarted)
+				<-first
+				return success("first")
+			}
+			defer close(hedgeDone)
+			close(hedgeStarted)
+			<-hedgeEnd // the hedge waits for its request's end, whatever ctx does
+			return notSent
+		}
+		out := runAsync(p, context.Background(), next)
+		<-firstStarted // so that the hedge is the second call of next
+		blockUntil(t, fc, 1)
+		fc.Advance(delay)
+		<-hedgeStarted
+		if during {
+			close(hedgeEnd)
+			<-hedgeDone
+			close(first)
+			<-out
+		} else {
+			close(first)
+			<-out
+			close(hedgeEnd) // the race is over: the result comes late
+			<-hedgeDone
+		}
+		select {
+		case <-b.refunded:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("during the race %v: the hedge's token was not given back", during)
+		}
+		if got, want := p.Stats(), (Stats{Calls: 1, Hedges: 1}); got != want {
+			t.Errorf("during the race %v: Stats() = %+v, want %+v", during, got, want)
+		}
+		if n := b.tokens.Load(); n != 1 {
+			t.Errorf("during the race %v: %d tokens left, want the 1 given back", during, n)
+		}
+	}
 }

@@ -138,6 +138,26 @@ func (b *Budget) TryWithdraw() bool {
 	}
 }
 
+// Refund gives back one retry that TryWithdraw granted but that was not
+// made after all, while the window still counts it: the newest bucket of
+// the window that counts a withdrawal counts one less.
+func (b *Budget) Refund() {
+	e := b.epoch()
+	for back := range uint32(budgetBuckets) {
+		slot := &b.withdrawals[(e-back)%budgetBuckets]
+		for {
+			old := slot.Load()
+			n := count(old, e-back)
+			if n == 0 {
+				break
+			}
+			if slot.CompareAndSwap(old, pack(e-back, n-1)) {
+				return
+			}
+		}
+	}
+}
+
 // Available returns how many retries the budget would allow now, if no call
 // were made in the meantime.
 func (b *Budget) Available() int {

@@ -176,3 +176,31 @@ func TestBudgetConcurrent(t *testing.T) {
 		t.Fatalf("granted %d retries and %d more after, want 810 in all", total, left)
 	}
 }
+
+// Refund gives a withdrawal back, in the bucket that still counts one,
+// and does nothing once the window counts none.
+func TestBudgetRefund(t *testing.T) {
+	b, fc := newTestBudget(t, BudgetOptions{Ratio: 1, MinPerSecond: -1, Window: 10 * time.Second})
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fc.Set(at)
+	b.Deposit()
+	b.Deposit()
+	if got := withdrawAll(b); got != 2 {
+		t.Fatalf("withdrew %d, want 2", got)
+	}
+	fc.Set(at.Add(3 * time.Second)) // both withdrawals are in an older bucket
+	b.Refund()
+	if got := b.Available(); got != 1 {
+		t.Fatalf("after a refund: %d available, want 1", got)
+	}
+	b.Refund()
+	b.Refund() // nothing left to give back
+	if got := withdrawAll(b); got != 2 {
+		t.Fatalf("after the refunds: withdrew %d, want 2", got)
+	}
+	fc.Set(at.Add(20 * time.Second)) // the window has moved past them
+	b.Refund()
+	if got := b.Available(); got != 0 {
+		t.Fatalf("a refund with no withdrawal in the window: %d available, want 0", got)
+	}
+}

@@ -14,6 +14,12 @@ import (
 type Live struct {
 	Routes  []RouteState
 	Targets []TargetState
+	// HeldBodyBytes is how many bytes of request bodies the gateway holds
+	// now so that a retry may send them again; HeldBodyOverflows how many
+	// requests streamed their body instead (losing their retries) because
+	// holding it would have passed the gateway's bound.
+	HeldBodyBytes     int64
+	HeldBodyOverflows uint64
 }
 
 // RouteState is the current state of one route and of its policies.
@@ -96,6 +102,7 @@ type liveCollector struct {
 	routeInFlight, breakerState, concLimit, concQueued *prometheus.Desc
 	retries, budgetRefused                             *prometheus.Desc
 	targetHealthy, targetBreaker, targetInFlight       *prometheus.Desc
+	heldBytes, heldOverflows                           *prometheus.Desc
 	flow                                               flowDescs
 }
 
@@ -120,6 +127,10 @@ func newLiveCollector() *liveCollector {
 			"State of an upstream target's passive-health breaker as a state set: 1 for its current state, 0 for the others.", []string{"upstream", "target", "state"}, nil),
 		targetInFlight: prometheus.NewDesc("sluice_target_in_flight_requests",
 			"Attempts being sent to an upstream target now, and answers whose body streams from it now.", target, nil),
+		heldBytes: prometheus.NewDesc("sluice_held_body_bytes",
+			"Bytes of request bodies held now so that a retry may send them again.", nil, nil),
+		heldOverflows: prometheus.NewDesc("sluice_held_body_overflows_total",
+			"Requests whose body streamed, losing its retries, because holding it would have passed server.max_held_body_bytes.", nil, nil),
 		flow: newFlowDescs(),
 	}
 }
@@ -127,7 +138,7 @@ func newLiveCollector() *liveCollector {
 // Describe implements prometheus.Collector.
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.routeInFlight, c.breakerState, c.concLimit, c.concQueued,
-		c.retries, c.budgetRefused, c.targetHealthy, c.targetBreaker, c.targetInFlight} {
+		c.retries, c.budgetRefused, c.targetHealthy, c.targetBreaker, c.targetInFlight, c.heldBytes, c.heldOverflows} {
 		ch <- d
 	}
 	for _, d := range c.flow.all() {
@@ -173,6 +184,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		stateSet(gauge, c.targetBreaker, t.Breaker, t.Upstream, t.URL)
 		gauge(c.targetInFlight, float64(t.InFlight), t.Upstream, t.URL)
 	}
+	gauge(c.heldBytes, float64(l.HeldBodyBytes))
+	counter(c.heldOverflows, l.HeldBodyOverflows)
 }
 
 // stateSet sends one series per breaker state of d, the labels followed by

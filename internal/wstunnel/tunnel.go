@@ -188,6 +188,12 @@ func (t *Tunnel) carry(d *direction, src, dst net.Conn, closed, failed string) {
 			}
 			if dl := t.writeDeadline(); !dl.IsZero() {
 				_ = dst.SetWriteDeadline(dl)
+				// GoAway stores awayBy before it sets its deadline: one
+				// that began since writeDeadline read it may have set its
+				// sooner deadline before dl replaced it.
+				if by := t.awayBy.Load(); by != 0 && by < dl.UnixNano() {
+					_ = dst.SetWriteDeadline(time.Unix(0, by))
+				}
 			}
 			w, werr := dst.Write(buf[:n])
 			d.frames.feed(buf[:w])

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -286,5 +287,77 @@ func TestTunnelGoAwayAfterACloseFrameSendsNoOther(t *testing.T) {
 	}
 	if got := readClosed(t, s.client); !bytes.Equal(got, []byte{0x88, 2, 0x03, 0xE9}) {
 		t.Errorf("the client got % x, want a close frame 1001", got)
+	}
+}
+
+// deadlineConn records the write deadline in force at its first Write.
+// Its first SetWriteDeadline signals first and waits for release before
+// the deadline takes effect; its second signals second.
+type deadlineConn struct {
+	net.Conn
+	first, second, release chan struct{}
+	mu                     sync.Mutex // protects calls, set, atWrite, wrote
+	calls                  int
+	set, atWrite           time.Time
+	wrote                  bool
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.calls++
+	n := c.calls
+	c.mu.Unlock()
+	switch n {
+	case 1:
+		close(c.first)
+		<-c.release
+	case 2:
+		close(c.second)
+	}
+	c.mu.Lock()
+	c.set = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *deadlineConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if !c.wrote {
+		c.wrote, c.atWrite = true, c.set
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// TestTunnelGoAwayDeadlineBeatsAWriteStarting: GoAway's deadline, set
+// while a copy sets the write timeout's for the write it is about to
+// start, bounds that write (else a side that reads nothing keeps GoAway
+// waiting for the write timeout).
+func TestTunnelGoAwayDeadlineBeatsAWriteStarting(t *testing.T) {
+	client, gwClient := pair(t)
+	gwUp, upstream := pair(t)
+	dc := &deadlineConn{Conn: gwClient, first: make(chan struct{}), second: make(chan struct{}), release: make(chan struct{})}
+	tun := New(dc, gwUp, Options{WriteTimeout: time.Hour})
+	stats := make(chan Stats, 1)
+	go func() { stats <- tun.Run() }()
+	if _, err := upstream.Write(frame(10, false)); err != nil {
+		t.Fatal(err)
+	}
+	<-dc.first // the copy to the client is setting the write timeout's deadline
+	went := make(chan struct{})
+	go func() { tun.GoAway(); close(went) }()
+	<-dc.second // GoAway set its own
+	close(dc.release)
+	<-went
+	select {
+	case <-stats:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tunnel did not end")
+	}
+	_ = client.Close()
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if left := time.Until(dc.atWrite); left > 2*closeFrameWait {
+		t.Fatalf("the copy's write ran under a deadline %v away, want GoAway's (within %v)", left, closeFrameWait)
 	}
 }
