@@ -35,8 +35,10 @@ const bridgeChunk = 16 << 10
 // bridgeWriter. The goroutine never touches the connection: it hands its
 // answer's parts to the loop, a task on the loop's queue, and waits while
 // bridgeAhead bytes of them are not sent yet; it reads the body the loop
-// fed, and the loop opens the stream's window by what it read (HTTP/2
-// flow control paces the client as the upstream takes the body). A client
+// fed, and the loop opens the stream's window, and the connection's, by
+// what it read (HTTP/2 flow control paces the client as the upstream takes
+// the body, and a connection holds at most h2loop's ConnWindow of bodies
+// not read). A client
 // that resets the stream, or whose connection closes, cancels the
 // request's context and fails the goroutine's reads and writes.
 type h2Bridge struct {
