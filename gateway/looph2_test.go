@@ -21,12 +21,12 @@ import (
 )
 
 // h2LoopsGateway starts a gateway on the loop engine with h2c on the
-// loops (server.http2.loops): the routes in YAML (routes, or ""), then one
-// route "all" to up.
+// loops (server.http2.loops) and a stream window of 64 KiB: the routes in
+// YAML (routes, or ""), then one route "all" to up.
 func h2LoopsGateway(t *testing.T, up *upstream, routes string) *testGateway {
 	t.Helper()
 	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, http2: {loops: true}}
+server: {engine: loop, http2: {loops: true, max_stream_buffer_bytes: 65536}}
 upstreams:
   up: {targets: ["%s"]}
 routes:
