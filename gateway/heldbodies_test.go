@@ -46,16 +46,19 @@ func TestHeldBodiesBound(t *testing.T) {
 			held string
 			want int
 		}{{", max_held_body_bytes: 64", http.StatusServiceUnavailable}, {"", http.StatusOK}} {
-			// net/http's HTTP/2 server on the loop engine too: the loops'
-			// HTTP/2 hangs on this retried PUT (it never answers, on main
-			// with server.http2.loops true as well), a bug still to fix.
-			gw := startGateway(t, parseConfig(t, `
+			// net/http's HTTP/2 server on the loop engine too: a body the
+			// loops serve themselves (up to 64 KiB) is held in their own
+			// buffer, outside server.max_held_body_bytes, and retried (a
+			// gap still to close). The machine's clock: the loops wait for
+			// the retry's 1ns on the gateway's clock, which a fake one
+			// would hold.
+			gw := startGatewayClock(t, parseConfig(t, `
 server: {engine: %s%s, http2: {loops: false}}
 upstreams:
   up: {targets: ["%s"]}
 routes:
   - {name: r, upstream: up, policies: {retry: {attempts: 2, backoff: {initial: 1ns, max: 1ns, jitter: none}}}}
-`, engine, tc.held, up.URL))
+`, engine, tc.held, up.URL), nil)
 			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 			defer cancel()
 			req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+gw.Addr+"/put", strings.NewReader(strings.Repeat("x", 100)))
