@@ -1,0 +1,106 @@
+//go:build linux
+
+package gateway_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// TestH2LoopsBridgeResetAwaitingWindow has an h2c client on the loops
+// open no window for a streamed answer, then reset the stream while the
+// bridge's goroutine waits for the window: the upstream's answer ends
+// (its writes fail), for an answer the loops began (unstreamed) and for
+// one of a route they do not serve (ServeHTTP), and the connection serves
+// on.
+func TestH2LoopsBridgeResetAwaitingWindow(t *testing.T) {
+	for _, path := range []string{"/stream", "/co/stream"} {
+		t.Run(path, func(t *testing.T) {
+			ended := make(chan struct{}, 1)
+			up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/stream") {
+					fmt.Fprint(w, "ok")
+					return
+				}
+				defer func() { ended <- struct{}{} }()
+				w.Header().Set("Content-Type", "text/event-stream")
+				buf := []byte("data: " + strings.Repeat("x", 1000) + "\n\n")
+				for range 100000 { // bounded: 100 MB, far past what may be held
+					if _, err := w.Write(buf); err != nil {
+						return
+					}
+					w.(http.Flusher).Flush()
+				}
+			})
+			tg := h2LoopsGateway(t, up, `  - name: coalesced
+    match: {path_prefix: /co/}
+    upstream: up
+    policies: {coalesce: true}
+`)
+			fr := h2Dial(t, tg.Addr)
+			_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, EndStream: true,
+				BlockFragment: h2Headers(":method", "GET", ":scheme", "http", ":authority", "x", ":path", path)})
+			for headed := false; !headed; {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h, ok := f.(*http2.HeadersFrame); ok && h.StreamID == 1 {
+					_, _ = fr.dec.Write(h.HeaderBlockFragment())
+					headed = true
+				}
+			}
+			_ = fr.WriteRSTStream(1, http2.ErrCodeCancel)
+			select {
+			case <-ended:
+			case <-time.After(waitLimit):
+				t.Fatal("the upstream's answer did not end after the client reset the stream")
+			}
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, EndHeaders: true, EndStream: true,
+				BlockFragment: h2Headers(":method", "GET", ":scheme", "http", ":authority", "x", ":path", "/ok")})
+			_ = fr.WriteWindowUpdate(3, 1<<20)
+			if status, body, code, ok := h2Answer(t, fr, 3); !ok || status != "200" || body != "ok" {
+				t.Errorf("then: %s %q %v", status, body, code)
+			}
+		})
+	}
+}
+
+// TestH2LoopsBridgeRapidReset opens bridged streams (a body of unknown
+// length, each a goroutine) and resets each at once: the resets count
+// against the connection's bound, which ends it (GOAWAY
+// ENHANCE_YOUR_CALM) before 3000 of them.
+func TestH2LoopsBridgeRapidReset(t *testing.T) {
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	tg := h2LoopsGateway(t, up, "")
+	fr := h2Dial(t, tg.Addr)
+	for i := range 3000 {
+		id := uint32(2*i + 1)
+		if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true,
+			BlockFragment: h2Headers(":method", "POST", ":scheme", "http", ":authority", "x", ":path", "/r")}) != nil ||
+			fr.WriteRSTStream(id, http2.ErrCodeCancel) != nil {
+			break // the gateway closed the connection
+		}
+	}
+	for range 10000 {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no GOAWAY: %v", err)
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok {
+			if g.ErrCode != http2.ErrCodeEnhanceYourCalm {
+				t.Fatalf("GOAWAY %v, want ENHANCE_YOUR_CALM", g.ErrCode)
+			}
+			return
+		}
+	}
+	t.Fatal("no GOAWAY in 10000 frames")
+}
