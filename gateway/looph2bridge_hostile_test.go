@@ -104,3 +104,46 @@ func TestH2LoopsBridgeRapidReset(t *testing.T) {
 	}
 	t.Fatal("no GOAWAY in 10000 frames")
 }
+
+// TestH2LoopsBridgeContentLengthMismatch sends requests that declare a
+// content-length of 10 and send 10 bytes then an HTTP/1.1 request line
+// as DATA, to a stream the loops bridge at its HEADERS (gRPC), to one
+// they bridge whole (a coalescing route) and to one they serve: each is
+// reset, and the upstream never reads the extra bytes as a request of
+// their own.
+func TestH2LoopsBridgeContentLengthMismatch(t *testing.T) {
+	forH2Engines(t, func(t *testing.T, engine string) {
+		up := startWireUpstream(t, nil)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  up: {targets: ["http://%s"]}
+routes:
+  - name: coalesced
+    match: {path_prefix: /co/}
+    upstream: up
+    policies: {coalesce: true}
+  - {name: all, upstream: up}
+`, engine, up.addr))
+		for _, c := range []struct{ path, ct string }{{"/x", "application/grpc"}, {"/co/x", ""}, {"/x", ""}} {
+			fr := h2Dial(t, tg.Addr)
+			fields := []string{":method", "POST", ":scheme", "http", ":authority", "x", ":path", c.path, "content-length", "10"}
+			if c.ct != "" {
+				fields = append(fields, "content-type", c.ct)
+			}
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, BlockFragment: h2Headers(fields...)})
+			_ = fr.WriteData(1, false, []byte("0123456789"))
+			_ = fr.WriteData(1, true, []byte("GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"))
+			if status, _, code, ok := h2Answer(t, fr, 1); ok {
+				t.Errorf("%s %q: answered %s, want a reset", c.path, c.ct, status)
+			} else if code != http2.ErrCodeProtocol {
+				t.Errorf("%s %q: reset %v, want PROTOCOL_ERROR", c.path, c.ct, code)
+			}
+		}
+		for _, r := range up.requests() {
+			if strings.Contains(r.Target, "smuggled") || len(r.Body) > 10 {
+				t.Errorf("the upstream saw %s %s with a body of %d bytes", r.Method, r.Target, len(r.Body))
+			}
+		}
+	})
+}
