@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,4 +147,93 @@ routes:
 			}
 		}
 	})
+}
+
+// TestH2LoopsBridgeSocketUnread has an h2c client on the loops open its
+// windows wide for a streamed answer and never read its socket: the
+// bridge stops taking the upstream's answer once the connection's output
+// waits unread past its bound, until server.write_timeout closes the
+// connection. (The windows being open, it handed the loop all the upstream
+// sent, which the connection's output buffer held: tens of MiB a second.)
+func TestH2LoopsBridgeSocketUnread(t *testing.T) {
+	var wrote atomic.Int64
+	ended := make(chan struct{}, 1)
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		defer func() { ended <- struct{}{} }()
+		w.Header().Set("Content-Type", "text/event-stream")
+		buf := []byte("data: " + strings.Repeat("x", 16000) + "\n\n")
+		for range 20000 { // bounded: 320 MB, far past what may be held
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			wrote.Add(int64(len(buf)))
+		}
+	})
+	tg := startGateway(t, parseConfig(t, `
+server: {engine: loop, write_timeout: 3s, http2: {loops: true}}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, up.URL))
+	fr := h2Dial(t, tg.Addr)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+	_ = fr.WriteWindowUpdate(0, 1<<31-1-65535)
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, EndStream: true,
+		BlockFragment: h2Headers(":method", "GET", ":scheme", "http", ":authority", "x", ":path", "/stream")})
+	select {
+	case <-ended:
+	case <-time.After(waitLimit):
+		t.Fatal("the upstream's answer did not end")
+	}
+	// What the upstream wrote is what the bridge, the connection's output,
+	// the upstream connection and the sockets hold.
+	if n := wrote.Load(); n > 16<<20 {
+		t.Errorf("the upstream wrote %d MiB to a client that read nothing", n>>20)
+	}
+}
+
+// TestH2LoopsBridgeWideWindowsRead streams a 32 MB answer to an h2c
+// client on the loops that opens its windows wide and reads: the answer
+// arrives whole, the bridge going on each time the client has read the
+// connection's output.
+func TestH2LoopsBridgeWideWindowsRead(t *testing.T) {
+	const parts, size = 2000, 16000
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		buf := []byte(strings.Repeat("x", size))
+		for range parts {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	})
+	tg := h2LoopsGateway(t, up, "")
+	fr := h2Dial(t, tg.Addr)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+	_ = fr.WriteWindowUpdate(0, 1<<31-1-65535)
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, EndStream: true,
+		BlockFragment: h2Headers(":method", "GET", ":scheme", "http", ":authority", "x", ":path", "/stream")})
+	n := 0
+	for range 100000 {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", n, err)
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			n += len(f.Data())
+			if f.StreamEnded() {
+				if n != parts*size {
+					t.Errorf("the answer has %d bytes, want %d", n, parts*size)
+				}
+				return
+			}
+		case *http2.RSTStreamFrame:
+			t.Fatalf("reset %v after %d bytes", f.ErrCode, n)
+		}
+	}
+	t.Fatal("the answer did not end in 100000 frames")
 }
