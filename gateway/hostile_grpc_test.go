@@ -23,7 +23,7 @@ import (
 // call and sent upstream as a POST with its body: a route's methods rule
 // let a POST through.)
 func TestGRPCContentTypeKeepsMethod(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		u := startProtoUpstream(t, "h2c", nil, nil)
 		tg := startGateway(t, parseConfig(t, `
 server: {engine: %s}
@@ -48,7 +48,7 @@ routes:
 // call's request was never bounded: any HTTP/2 client could stream past
 // max_body_bytes with gRPC's Content-Type.)
 func TestGRPCRequestBoundedByMaxBody(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
 		gw := startGateway(t, parseConfig(t, `
 server: {engine: %s, max_body_bytes: 4096}
@@ -88,7 +88,7 @@ routes:
 // requests does), never the target's address or the transport's error
 // text. (Both went to the client: the network's layout, told to anyone.)
 func TestGRPCErrorsNameNoUpstream(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		breaks := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/grpc")
 			w.WriteHeader(http.StatusOK)

@@ -26,7 +26,7 @@ import (
 func TestWebSocketHandshakeWithBody(t *testing.T) {
 	const handshake = "GET /ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nContent-Length: 5\r\n\r\nHELLO"
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)
 		u := startWireUpstream(t, nil)
 		tg := startGateway(t, parseConfig(t, `
@@ -79,7 +79,7 @@ routes:
 func TestWebSocketHandshakeOriginForm(t *testing.T) {
 	const handshake = "GET http://a.test/ws?q=1 HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)
 		u := startWireUpstream(t, func(int, seenRequest) string {
 			return "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
@@ -128,7 +128,7 @@ func TestWebSocketRefusedLeavesNoTunnel(t *testing.T) {
 	const handshake = "GET /public/ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
 	const smuggled = "GET /admin HTTP/1.1\r\nHost: a.test\r\n\r\n"
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)
 		u := startWireUpstream(t, func(int, seenRequest) string {
 			return "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
@@ -179,7 +179,7 @@ routes:
 // requests): the handshake passes and messages flow. (Its deadline was
 // then the handshake's start: every handshake failed with a 502.)
 func TestWebSocketWithoutResponseHeaderTimeout(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startWSUpstream(t)
 		gw := startGateway(t, parseConfig(t, `
 server: {engine: %s}

@@ -38,6 +38,7 @@ type loopH2 struct {
 	ended    bool                 // the connection closed: bridged streams' tasks do nothing
 	remote   string               // the client's address for bridged streams; "" until one
 	tls      *tls.ConnectionState // the bridged streams' r.TLS; nil on h2c
+	outWait  []*h2Bridge          // bridged streams waiting for the client to read (see h2Bridge.credit)
 
 	lastActive time.Time // when a frame last came
 	wake       *time.Timer
@@ -145,6 +146,9 @@ func (h *loopH2) traffic() gnet.Action {
 		return gnet.None
 	}
 	h.pollDelay = 0
+	if len(h.outWait) > 0 {
+		h.unread()
+	}
 	buf, _ := c.Peek(-1)
 	if len(buf) > 0 {
 		h.lastActive = time.Now()

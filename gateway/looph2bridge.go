@@ -20,7 +20,9 @@ import (
 
 // bridgeAhead bounds the answer bytes of a bridged stream that its
 // goroutine has handed to the loop and the connection has not sent (flow
-// control holds them back): past it, the goroutine's next write waits.
+// control holds them back): past it, the goroutine's next write waits, as
+// it does while the client leaves the connection's output unread (see
+// h2Bridge.credit).
 const bridgeAhead = 64 << 10
 
 // bridgeChunk is the most a bridged stream's writer hands the loop at
@@ -63,6 +65,7 @@ type h2Bridge struct {
 	task       bool      // a loop task is due for parts or consumed
 	gone       bool      // the stream ended: reads and writes fail
 	up         net.Conn  // st's upstream connection while its answer streams
+	outWait    bool      // in h.outWait; used on the loop only
 	readable   chan struct{}
 	writable   chan struct{}
 }
@@ -304,9 +307,23 @@ func (b *h2Bridge) loopTask() {
 }
 
 // credit notes, on the loop, what the connection holds back of b's answer,
-// and wakes a writer waiting for it to go.
+// and wakes a writer waiting for it to go. While the client leaves the
+// connection's output unread past maxPendingOut, the answer counts as held
+// back whole (bridgeAhead), whatever its windows: the writer waits until
+// the client reads (loopH2.traffic gives the credit back then).
 func (b *h2Bridge) credit() {
-	held := b.h.core.Pending(b.s)
+	h := b.h
+	held := h.core.Pending(b.s)
+	if h.c.OutboundBuffered() > maxPendingOut {
+		held += bridgeAhead
+		if !b.outWait {
+			b.outWait = true
+			if len(h.outWait) == 0 {
+				h.poll() // traffic looks again shortly
+			}
+			h.outWait = append(h.outWait, b)
+		}
+	}
 	b.mu.Lock()
 	b.pending = held
 	b.mu.Unlock()
@@ -354,5 +371,17 @@ func await(ch chan struct{}, dl time.Time) bool {
 		return true
 	case <-t.C:
 		return false
+	}
+}
+
+// unread gives back their credit to the bridged streams whose writers
+// wait for the client to read the connection's output (see credit), once
+// it has.
+func (h *loopH2) unread() {
+	waiting := h.outWait
+	h.outWait = nil
+	for _, b := range waiting {
+		b.outWait = false
+		b.credit()
 	}
 }
