@@ -168,8 +168,8 @@ func toFast(req *fasthttp.Request, r *http.Request) {
 // Trailer, its values not yet read) that an HTTP/1.1 trailer section may
 // carry, and returns their names: end-to-end ones that fasthttp does not
 // refuse (as it refuses Host, Content-Length, Authorization and the like),
-// but those the gateway drops from a trailer section (see trailerClaim)
-// and the trace context (a trailer of the same name would move the
+// but those the gateway drops from a trailer section (see trailerClaim;
+// the trace context among them: a trailer of the same name would move the
 // gateway's own value to the trailer section). net/http's HTTP/2 server
 // keeps only the trailers a request announced in its Trailer header; its
 // HTTP/1.1 server keeps any.
@@ -177,7 +177,7 @@ func announceTrailers(h *fasthttp.RequestHeader, trailer http.Header) []string {
 	var names []string
 	for k := range trailer {
 		kb := []byte(k)
-		if !trailerClaim(kb) && !http1.EqualName(kb, "Traceparent") && !http1.EqualName(kb, "Tracestate") && h.AddTrailer(k) == nil {
+		if !trailerClaim(kb) && h.AddTrailer(k) == nil {
 			names = append(names, k)
 		}
 	}

@@ -267,6 +267,19 @@ cpu_ticks() {
 	esac
 	for p in $ps; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s}'
 }
+# h2_saturate PHASE NAME URL loads URL at saturation with h2load (CONNS
+# streams in flight as CONNS/STREAMS connections) and records NAME's
+# requests per second and mean latency.
+h2_saturate() {
+	local out r p
+	out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "$3")
+	if ! echo "$out" | grep -q " 0 failed, 0 errored"; then
+		echo "$out" | grep -E "requests:|status codes:" >&2
+	fi
+	r=$(echo "$out" | awk '/^finished in/ {print $4}')
+	p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
+	echo "$1 $2 $r $p" | tee -a "$results" >&2
+}
 # h2_cpu PHASE NAME URL loads URL with H2N HTTP/2 requests and records the
 # CPU time NAME's processes spent per 1000 of them (ms).
 h2_cpu() {
@@ -325,13 +338,7 @@ if [ "$TLS" != 0 ] && [ "$ONLY" != h2c ]; then
 				echo "https $name $r $p" | tee -a "$results" >&2
 			fi
 			[ "$H2" = 0 ] && continue
-			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "https://127.0.0.1:$(tls_port "$name")/")
-			if ! echo "$out" | grep -q " 0 failed, 0 errored"; then
-				echo "$out" | grep -E "requests:|status codes:" >&2
-			fi
-			r=$(echo "$out" | awk '/^finished in/ {print $4}')
-			p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
-			echo "h2 $name $r $p" | tee -a "$results" >&2
+			h2_saturate h2 "$name" "https://127.0.0.1:$(tls_port "$name")/"
 			if [ -n "${H2TLS:-}" ] && [ "$name" != sluice-baseline ]; then
 				h2_cpu h2-cpu "$name" "https://127.0.0.1:$(tls_port "$name")/"
 			fi
@@ -373,13 +380,7 @@ if [ -n "${H2C:-}" ]; then
 	done
 	for round in $(seq "$ROUNDS"); do
 		for name in nginx sluice sluice-h2loops; do
-			out=$(h2load -c"$((CONNS / STREAMS))" -m"$STREAMS" -D"${DURATION%s}" "http://127.0.0.1:$(h2c_port "$name")/")
-			if ! echo "$out" | grep -q " 0 failed, 0 errored"; then
-				echo "$out" | grep -E "requests:|status codes:" >&2
-			fi
-			r=$(echo "$out" | awk '/^finished in/ {print $4}')
-			p=$(echo "$out" | awk '$1=="time" && $3=="request:" {print $6}')
-			echo "h2c $name $r $p" | tee -a "$results" >&2
+			h2_saturate h2c "$name" "http://127.0.0.1:$(h2c_port "$name")/"
 			h2_cpu h2c-cpu "$name" "http://127.0.0.1:$(h2c_port "$name")/"
 		done
 	done
