@@ -341,6 +341,9 @@ routes:
 			if got := c.closeCode(t); got != 1001 {
 				t.Errorf("the client read close code %d, want 1001", got)
 			}
+			if n, err := c.in.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+				t.Errorf("after the close frame: %d bytes, %v; want the stream's end (io.EOF)", n, err)
+			}
 			if got := <-up.closes; got != websocket.StatusGoingAway {
 				t.Errorf("the upstream read close status %v, want 1001", got)
 			}
