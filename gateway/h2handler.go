@@ -13,8 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
@@ -348,6 +350,17 @@ func copyHeader(wh http.Header, h *fasthttp.ResponseHeader) {
 		}
 		i, at = i+1, at+len(k)+len(v)
 	}
+}
+
+// answerTrailer reports whether an answer's trailer field k may reach an
+// HTTP/2 client: not a field RFC 9110 section 6.5.1 keeps out of a trailer
+// section (Content-Length, Host, Authorization and the others net/http's
+// HTTP/2 server drops: httpguts.ValidTrailerHeader), nor a
+// connection-specific one (Connection, Keep-Alive, Proxy-Connection,
+// Transfer-Encoding, TE, Upgrade), which makes an HTTP/2 message malformed
+// (RFC 9113 section 8.2.2): its client would reset the stream.
+func answerTrailer(k string) bool {
+	return httpguts.ValidTrailerHeader(k) && !strings.EqualFold(k, "Upgrade")
 }
 
 // copyBufs holds the buffers response bodies stream through.
