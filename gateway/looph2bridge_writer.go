@@ -236,7 +236,7 @@ func (b *h2Bridge) waitSent(limit int) error {
 		case ahead < limit:
 			return nil
 		case !await(b.writable, dl):
-			b.push(h2Part{reset: true})
+			b.reset()
 			return os.ErrDeadlineExceeded
 		}
 	}
