@@ -159,6 +159,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		WriteTimeout:                 cfg.Server.WriteTimeout.D(), // a bound per write for streams: see paceClient
 		HeaderReceived:               g.headerReceived,
 		ExpectHandler:                g.expect,
+		ErrorHandler:                 g.fastError,
 		ReadBufferSize:               cfg.Server.MaxHeaderBytes,
 		StreamRequestBody:            true,
 		DisablePreParseMultipartForm: true,
