@@ -197,10 +197,17 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 		}
 	}
 	s := g.state.Load().cfg.Server
-	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && h.IsHTTP11() && len(h.Peek("Expect")) == 0 {
+	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && (len(h.Peek("Expect")) == 0 || !h.IsHTTP11()) {
 		// Held as an Expect: 100-continue is (see expect), which fasthttp
 		// reads nothing of before the answer; the client is not asked for
-		// the body, which is refused.
+		// the body, which is refused. An HTTP/1.0 request, whose
+		// expectations fasthttp ignores (RFC 9110 section 10.1.1), and
+		// which would otherwise wait for its body's first 8 KiB, is held
+		// as HTTP/1.1 to be refused so, its connection closing.
+		if !h.IsHTTP11() {
+			h.SetProtocolBytes(http11)
+			h.SetConnectionClose()
+		}
 		h.Set("Expect", "100-continue")
 	}
 	if h.ContentLength() == 0 {
