@@ -43,7 +43,7 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !http1.ValidHost([]byte(r.Host)) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) {
+	if !http1.ValidHost([]byte(r.Host)) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) || bodyMissing(r) {
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
 		// request gets it as Host, would lose the path to it, and the
 		// upstream reads it as X-Forwarded-Host: it must be a host and
@@ -53,8 +53,10 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// takes the first of several content-length fields, too, where
 		// another reader would take the last: a request whose fields
 		// disagree, or are no length, is malformed (RFC 9113 section
-		// 8.1.1). A request that names a second host, in its :path or a
-		// host field, is refused as nginx refuses it (see oneHost).
+		// 8.1.1), and so is one whose content-length promises a body
+		// that never comes (bodyMissing). A request that names a second
+		// host, in its :path or a host field, is refused as nginx refuses
+		// it (see oneHost).
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
 		var o observation
 		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
@@ -124,6 +126,18 @@ func oneLength(vs []string) bool {
 		}
 	}
 	return true
+}
+
+// bodyMissing reports whether r, a request of net/http's HTTP/2 server
+// whose content-length fields oneLength accepted, declares a length
+// above 0 but ended with its HEADERS (END_STREAM): net/http's server
+// then gives it no body and a ContentLength of 0, and the upstream would
+// wait for the promised bytes. RFC 9113 section 8.1.1 makes the request
+// malformed, a HEAD's too; nginx answers 400, the loops reset the stream
+// (PROTOCOL_ERROR).
+func bodyMissing(r *http.Request) bool {
+	vs := r.Header["Content-Length"]
+	return len(vs) > 0 && r.ContentLength == 0 && strings.TrimLeft(vs[0], "0") != ""
 }
 
 // toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's
