@@ -20,7 +20,7 @@ import (
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
-// same handler as the goroutine engine's (a host that is not one, or a
+// same handler as the goroutine engine's (no host, a host that is not one, or a
 // :path with a space, which the HTTP/1.1 engines refuse, or a request
 // that names a second host, is refused with a 400): the request becomes a
 // fasthttp request on a connection of its own kind (h2Conn), the route's
@@ -43,7 +43,9 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !http1.ValidHost([]byte(r.Host)) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) || bodyMissing(r) {
+	if r.Host == "" || !http1.ValidHost([]byte(r.Host)) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) || bodyMissing(r) {
+		// A request that names no host (an empty :authority, no host
+		// field) is malformed (RFC 9113 section 8.3.1), as nginx finds it.
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
 		// request gets it as Host, would lose the path to it, and the
 		// upstream reads it as X-Forwarded-Host: it must be a host and

@@ -36,3 +36,29 @@ func TestHTTP2LengthWithoutBodyRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTP2NoHostRefused sends HTTP/2 requests that name no host: an
+// empty :authority and no host field (RFC 9113 section 8.3.1: an http or
+// https request must carry one, not empty). nginx answers 400, and so
+// does every HTTP/2 engine, where they forwarded the request without
+// X-Forwarded-Host; a host field without :authority is served as before,
+// its host the X-Forwarded-Host.
+func TestHTTP2NoHostRefused(t *testing.T) {
+	forH2Engines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", nil)
+		gw := gatewayTo(t, engine, up.addr())
+		h := dialH2(t, gw.Addr)
+		h.headers(t, 1, true, ":method", "GET", ":scheme", "http", ":authority", "", ":path", "/a")
+		if status, body := h.read(t, 1); status != "400" {
+			t.Errorf("an empty :authority without a host field: %s %q, want 400", status, body)
+		}
+		h.headers(t, 3, true, ":method", "GET", ":scheme", "http", ":path", "/b", "host", "x")
+		if status, body := h.read(t, 3); status != "200" {
+			t.Fatalf("a host field without :authority: %s %q, want 200", status, body)
+		}
+		r := up.lastRequest()
+		if r.URL.Path != "/b" || r.Header.Get("X-Forwarded-Host") != "x" {
+			t.Errorf("the upstream got %s with X-Forwarded-Host %q, want /b with x", r.URL.Path, r.Header.Get("X-Forwarded-Host"))
+		}
+	})
+}
