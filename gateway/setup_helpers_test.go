@@ -30,6 +30,24 @@ routes:
 `+routes, append([]any{engine, up.URL}, args...)...))
 }
 
+// serverGateway starts a gateway on engine, with the settings in server
+// added to its server section (flow-mapping entries such as
+// "max_body_bytes: 16"; "" for none), and one route, "all", without
+// policies, to the target at the URL target.
+func serverGateway(t testing.TB, engine, server, target string) *testGateway {
+	t.Helper()
+	if server != "" {
+		server = ", " + server
+	}
+	return startGateway(t, parseConfig(t, `
+server: {engine: %s%s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, server, target))
+}
+
 // readLimited is a connection each of whose reads may wait up to
 // waitLimit: a deadline that moves on with the bytes, for a test that
 // reads so many that their total time depends on the machine.
