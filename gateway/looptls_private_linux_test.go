@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-
-	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 // recordConn is the loop's socket under a loopTLS in these tests: Next
@@ -44,17 +42,7 @@ func (c *recordConn) OutboundBuffered() int { return 0 }
 // send). Neither reads its socket any more.
 func loopTLSPair(tb testing.TB) (*loopTLS, *tls.Conn, *sockSwitch) {
 	tb.Helper()
-	ca := testpki.NewCA(tb)
-	p := ca.Server("127.0.0.1")
-	cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
+	cert, roots, ln := tlsListener(tb)
 	type server struct {
 		sw  *sockSwitch
 		tc  *tls.Conn
@@ -82,7 +70,7 @@ func loopTLSPair(tb testing.TB) (*loopTLS, *tls.Conn, *sockSwitch) {
 	tb.Cleanup(func() { raw.Close() })
 	_ = raw.SetDeadline(time.Now().Add(waitLimit))
 	csw := newSockSwitch(raw)
-	cc := tls.Client(csw, &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"})
+	cc := tls.Client(csw, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
 	if err := cc.Handshake(); err != nil {
 		tb.Fatal(err)
 	}

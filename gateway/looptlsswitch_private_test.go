@@ -7,8 +7,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 // TestSockSwitchFedRecords checks what the loops rely on in crypto/tls: a
@@ -18,17 +16,7 @@ import (
 // came, goes on where it stopped. Its writes wait in the switch for the
 // loop to send, in order.
 func TestSockSwitchFedRecords(t *testing.T) {
-	ca := testpki.NewCA(t)
-	p := ca.Server("127.0.0.1")
-	cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	cert, roots, ln := tlsListener(t)
 	type server struct {
 		raw net.Conn
 		sw  *sockSwitch
@@ -47,7 +35,7 @@ func TestSockSwitchFedRecords(t *testing.T) {
 		tc := tls.Server(sw, &tls.Config{Certificates: []tls.Certificate{cert}})
 		accepted <- server{raw: c, sw: sw, tc: tc, err: tc.Handshake()}
 	}()
-	cc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool})
+	cc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: roots})
 	if err != nil {
 		t.Fatal(err)
 	}
