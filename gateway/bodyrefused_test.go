@@ -224,14 +224,7 @@ func TestBodyTooLargeClosesOverTLS(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)
 		up := startUpstream(t, "up", nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 1024}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, certList(ca.Server("localhost", "127.0.0.1")), up.URL))
+		gw := tlsGateway(t, engine, "max_body_bytes: 1024", certList(ca.Server("localhost", "127.0.0.1")), up.URL)
 		addr := serveTLS(t, gw)
 		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
 		if err != nil {

@@ -34,14 +34,7 @@ import (
 func TestLoopTLSKeyUpdatesUnread(t *testing.T) {
 	ca := testpki.NewCA(t)
 	up := startUpstream(t, "up", nil)
-	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, read_header_timeout: 1h, write_timeout: 1h}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, certList(ca.Server("127.0.0.1")), up.URL))
+	tg := tlsGateway(t, "loop", "read_header_timeout: 1h, write_timeout: 1h", certList(ca.Server("127.0.0.1")), up.URL)
 	// Small buffers on both sides, set before the connection opens, keep
 	// the kernel from taking much of what the gateway sends.
 	lc := net.ListenConfig{Control: sockBuffer(syscall.SO_SNDBUF)}

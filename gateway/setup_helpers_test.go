@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/config"
 )
 
 // forEnginesAndProtos runs test once on each engine (server.engine) over
@@ -36,16 +38,32 @@ routes:
 // policies, to the target at the URL target.
 func serverGateway(t testing.TB, engine, server, target string) *testGateway {
 	t.Helper()
+	return startGateway(t, oneRouteConfig(t, engine, server, "", target))
+}
+
+// tlsGateway starts a gateway as serverGateway does, with a TLS listener
+// too, serving the certificates certs (as certList writes them): serve
+// it with serveTLS.
+func tlsGateway(t testing.TB, engine, server, certs, target string) *testGateway {
+	t.Helper()
+	return startGateway(t, oneRouteConfig(t, engine, server, "tls: {listen: 127.0.0.1:0, certificates: "+certs+"}", target))
+}
+
+// oneRouteConfig is serverGateway's configuration, with the YAML line
+// more ("" for none) at the top level.
+func oneRouteConfig(t testing.TB, engine, server, more, target string) *config.Config {
+	t.Helper()
 	if server != "" {
 		server = ", " + server
 	}
-	return startGateway(t, parseConfig(t, `
+	return parseConfig(t, `
 server: {engine: %s%s}
+%s
 upstreams:
   up: {targets: ["%s"]}
 routes:
   - {name: all, upstream: up}
-`, engine, server, target))
+`, engine, server, more, target)
 }
 
 // readLimited is a connection each of whose reads may wait up to
