@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"context"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -74,4 +76,43 @@ type readLimited struct{ net.Conn }
 func (c readLimited) Read(p []byte) (int, error) {
 	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
 	return c.Conn.Read(p)
+}
+
+// checkClientReset starts a gateway with start, whose route sends every
+// request to up, and has an h2c client cancel a request (reset its
+// stream) while up holds it: up must see the request's end (its
+// connection go) within waitLimit.
+func checkClientReset(t *testing.T, start func(up *upstream) *testGateway) {
+	t.Helper()
+	arrived, gone := make(chan struct{}), make(chan struct{})
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select {
+		case <-r.Context().Done():
+			close(gone)
+		case <-time.After(waitLimit):
+		}
+	})
+	tg := start(up)
+	c := protoClient(t, "h2c", nil, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", tg.URL+"/hold", nil)
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-arrived
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled request got a response")
+	}
+	select {
+	case <-gone:
+	case <-time.After(waitLimit):
+		t.Fatal("the upstream's request went on after the client reset its stream")
+	}
 }
