@@ -43,26 +43,9 @@ func (c *recordConn) OutboundBuffered() int { return 0 }
 func loopTLSPair(tb testing.TB) (*loopTLS, *tls.Conn, *sockSwitch) {
 	tb.Helper()
 	cert, roots, ln := tlsListener(tb)
-	type server struct {
-		sw  *sockSwitch
-		tc  *tls.Conn
-		err error
-	}
-	accepted := make(chan server, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			accepted <- server{err: err}
-			return
-		}
-		tb.Cleanup(func() { c.Close() })
-		_ = c.SetDeadline(time.Now().Add(waitLimit))
-		sw := newSockSwitch(c)
-		// No session tickets: nothing is left unread on the socket once
-		// both handshakes return.
-		tc := tls.Server(sw, &tls.Config{Certificates: []tls.Certificate{cert}, SessionTicketsDisabled: true})
-		accepted <- server{sw: sw, tc: tc, err: tc.Handshake()}
-	}()
+	// No session tickets: nothing is left unread on the socket once both
+	// handshakes return.
+	accepted := acceptSwitched(tb, ln, &tls.Config{Certificates: []tls.Certificate{cert}, SessionTicketsDisabled: true})
 	raw, err := net.DialTimeout("tcp", ln.Addr().String(), waitLimit)
 	if err != nil {
 		tb.Fatal(err)
