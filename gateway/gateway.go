@@ -159,6 +159,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		WriteTimeout:                 cfg.Server.WriteTimeout.D(), // a bound per write for streams: see paceClient
 		HeaderReceived:               g.headerReceived,
 		ExpectHandler:                g.expect,
+		ErrorHandler:                 g.fastError,
 		ReadBufferSize:               cfg.Server.MaxHeaderBytes,
 		StreamRequestBody:            true,
 		DisablePreParseMultipartForm: true,
@@ -196,10 +197,17 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 		}
 	}
 	s := g.state.Load().cfg.Server
-	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && h.IsHTTP11() && len(h.Peek("Expect")) == 0 {
+	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && (len(h.Peek("Expect")) == 0 || !h.IsHTTP11()) {
 		// Held as an Expect: 100-continue is (see expect), which fasthttp
 		// reads nothing of before the answer; the client is not asked for
-		// the body, which is refused.
+		// the body, which is refused. An HTTP/1.0 request, whose
+		// expectations fasthttp ignores (RFC 9110 section 10.1.1), and
+		// which would otherwise wait for its body's first 8 KiB, is held
+		// as HTTP/1.1 to be refused so, its connection closing.
+		if !h.IsHTTP11() {
+			h.SetProtocolBytes(http11)
+			h.SetConnectionClose()
+		}
 		h.Set("Expect", "100-continue")
 	}
 	if h.ContentLength() == 0 {
@@ -213,18 +221,35 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 // server.max_body_bytes: the request is then answered without a byte of
 // its body read (413, or a refusal that comes before it: 404, 429…) and
 // the connection closes after the answer with a lingering close (see
-// closeAfter). headerReceived has every HTTP/1.1 request of such a length
-// take this path, Expect or not, so that its 413 comes at its head.
+// closeAfter). headerReceived has every request of such a length take
+// this path, Expect or not, so that its 413 comes at its head: one whose
+// client sent no Expect is refused whatever the configuration says now
+// (a reload may have come since headerReceived read it), never sent a
+// 100 it did not ask for. The decision and the request's handling read
+// one configuration.
 func (g *Gateway) expect(ctx *fasthttp.RequestCtx) int {
-	max := g.state.Load().cfg.Server.MaxBodyBytes
-	if max <= 0 || ctx.Request.Header.ContentLength() <= max {
+	st := g.state.Load()
+	h := &ctx.Request.Header
+	max := st.cfg.Server.MaxBodyBytes
+	if (max <= 0 || h.ContentLength() <= max) && clientExpects(h.RawHeaders()) {
 		return fasthttp.StatusContinue
 	}
-	g.handle(ctx)
+	g.handleIn(ctx, st, true)
 	if !ctx.Hijacked() {
 		g.closeAfter(ctx)
 	}
 	return ctx.Response.StatusCode()
+}
+
+// clientExpects reports whether the header block raw, a request's as its
+// client sent it, has an Expect line.
+func clientExpects(raw []byte) bool {
+	found := false
+	http1.Headers(raw, func(name, _ []byte) bool {
+		found = http1.EqualName(name, "Expect")
+		return !found
+	})
+	return found
 }
 
 // Serve accepts plaintext connections on ln until Shutdown: HTTP/1.1, and

@@ -405,7 +405,9 @@ func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, rea
 	h := c.w.Header()
 	c.copyHeader(h, resp.Header)
 	for k := range resp.Trailer { // announced, and sent once the body ends
-		h.Add("Trailer", k)
+		if answerTrailer(k) {
+			h.Add("Trailer", k)
+		}
 	}
 	c.w.WriteHeader(http.StatusOK)
 	c.wrote = true
@@ -442,7 +444,9 @@ func (c *grpcCall) pass(ctx context.Context, t *target, resp *http.Response, rea
 		}
 	}
 	for k, vs := range resp.Trailer {
-		h[http.TrailerPrefix+k] = vs
+		if answerTrailer(k) {
+			h[http.TrailerPrefix+k] = vs
+		}
 	}
 	return grpcStatus(resp.Header, resp.Trailer)
 }
@@ -453,7 +457,9 @@ func (c *grpcCall) sendHeld() {
 	h := c.w.Header()
 	c.copyHeader(h, a.header)
 	for k, vs := range a.trailer {
-		h[http.TrailerPrefix+k] = vs
+		if answerTrailer(k) {
+			h[http.TrailerPrefix+k] = vs
+		}
 	}
 	c.w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(c.w)

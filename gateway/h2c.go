@@ -96,6 +96,7 @@ type sniffConn struct {
 	h2      *h2Engine
 	sniffed bool
 	gone    bool // handed over: Close leaves the connection alone
+	closeLinger
 }
 
 func (c *sniffConn) Read(p []byte) (int, error) {
@@ -118,7 +119,7 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 }
 
 func (c *sniffConn) Close() error {
-	if c.gone {
+	if c.gone || c.closing(c.Conn) {
 		return nil
 	}
 	return c.Conn.Close()

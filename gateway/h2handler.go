@@ -13,12 +13,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/http1"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // ServeHTTP serves one request of the HTTP/2 and TLS engine through the
-// same handler as the goroutine engine's (a host that is not one, or a
+// same handler as the goroutine engine's (no host, a host that is not one, or a
 // :path with a space, which the HTTP/1.1 engines refuse, or a request
 // that names a second host, is refused with a 400): the request becomes a
 // fasthttp request on a connection of its own kind (h2Conn), the route's
@@ -41,7 +43,9 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx.Response.Reset()
 	}()
 	toFast(&ctx.Request, r)
-	if !http1.ValidHost([]byte(r.Host)) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) {
+	if r.Host == "" || !http1.ValidHost([]byte(r.Host)) || !lineTarget(r.RequestURI) || !oneLength(r.Header["Content-Length"]) || !oneHost(r) || bodyMissing(r) {
+		// A request that names no host (an empty :authority, no host
+		// field) is malformed (RFC 9113 section 8.3.1), as nginx finds it.
 		// net/http's HTTP/2 server takes any :authority; fasthttp, whose
 		// request gets it as Host, would lose the path to it, and the
 		// upstream reads it as X-Forwarded-Host: it must be a host and
@@ -51,8 +55,10 @@ func (e *h2Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// takes the first of several content-length fields, too, where
 		// another reader would take the last: a request whose fields
 		// disagree, or are no length, is malformed (RFC 9113 section
-		// 8.1.1). A request that names a second host, in its :path or a
-		// host field, is refused as nginx refuses it (see oneHost).
+		// 8.1.1), and so is one whose content-length promises a body
+		// that never comes (bodyMissing). A request that names a second
+		// host, in its :path or a host field, is refused as nginx refuses
+		// it (see oneHost).
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
 		var o observation
 		o.begin(ctx.Request.Header.PeekBytes(hdrRequestID))
@@ -122,6 +128,18 @@ func oneLength(vs []string) bool {
 		}
 	}
 	return true
+}
+
+// bodyMissing reports whether r, a request of net/http's HTTP/2 server
+// whose content-length fields oneLength accepted, declares a length
+// above 0 but ended with its HEADERS (END_STREAM): net/http's server
+// then gives it no body and a ContentLength of 0, and the upstream would
+// wait for the promised bytes. RFC 9113 section 8.1.1 makes the request
+// malformed, a HEAD's too; nginx answers 400, the loops reset the stream
+// (PROTOCOL_ERROR).
+func bodyMissing(r *http.Request) bool {
+	vs := r.Header["Content-Length"]
+	return len(vs) > 0 && r.ContentLength == 0 && strings.TrimLeft(vs[0], "0") != ""
 }
 
 // toFast makes req the fasthttp form of r: an HTTP/1.1 request with r's
@@ -348,6 +366,17 @@ func copyHeader(wh http.Header, h *fasthttp.ResponseHeader) {
 		}
 		i, at = i+1, at+len(k)+len(v)
 	}
+}
+
+// answerTrailer reports whether an answer's trailer field k may reach an
+// HTTP/2 client: not a field RFC 9110 section 6.5.1 keeps out of a trailer
+// section (Content-Length, Host, Authorization and the others net/http's
+// HTTP/2 server drops: httpguts.ValidTrailerHeader), nor a
+// connection-specific one (Connection, Keep-Alive, Proxy-Connection,
+// Transfer-Encoding, TE, Upgrade), which makes an HTTP/2 message malformed
+// (RFC 9113 section 8.2.2): its client would reset the stream.
+func answerTrailer(k string) bool {
+	return httpguts.ValidTrailerHeader(k) && !strings.EqualFold(k, "Upgrade")
 }
 
 // copyBufs holds the buffers response bodies stream through.

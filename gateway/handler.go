@@ -35,8 +35,12 @@ type route struct {
 }
 
 // handle serves one client request.
-func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
-	st := g.state.Load()
+func (g *Gateway) handle(ctx *fasthttp.RequestCtx) { g.handleIn(ctx, g.state.Load(), false) }
+
+// handleIn serves one client request on configuration st; with
+// bodyOver, its body is refused (413) whatever st's server.max_body_bytes
+// (see expect).
+func (g *Gateway) handleIn(ctx *fasthttp.RequestCtx, st *state, bodyOver bool) {
 	start := time.Now()
 	h := &ctx.Request.Header
 	x := g.newExchange(nil, &ctx.Request)
@@ -120,7 +124,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		g.exchanges.Put(x.reset())
 		return
 	}
-	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes, &g.held, int64(st.cfg.Server.MaxHeldBodyBytes)); reason != "" {
+	if reason := x.readBody(ctx, st.cfg.Server.MaxBodyBytes, bodyOver, &g.held, int64(st.cfg.Server.MaxHeldBodyBytes)); reason != "" {
 		if rt.life.rate != nil {
 			rt.life.rate.setHeaders(&ctx.Response.Header, rl)
 		}
@@ -241,10 +245,11 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 // readBody prepares the request body: kept in memory when it is small
 // enough to send again on a retry and held (of at most maxHeld bytes held
 // across the gateway) admits it, streamed otherwise. It writes the error
-// response and returns its reason when the body is refused.
-func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int, held *heldBodies, maxHeld int64) string {
+// response and returns its reason when the body is refused: its length is
+// over maxBody (none when 0), or over is set.
+func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int, over bool, held *heldBodies, maxHeld int64) string {
 	cl := ctx.Request.Header.ContentLength()
-	if maxBody > 0 && cl > maxBody {
+	if over || maxBody > 0 && cl > maxBody {
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0)
 		return "body_too_large"
 	}

@@ -11,6 +11,14 @@ import (
 type prefixConn struct {
 	net.Conn
 	prefix []byte
+	closeLinger
+}
+
+func (c *prefixConn) Close() error {
+	if c.closing(c.Conn) {
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 // SyscallConn gives the socket once its first bytes are read (see

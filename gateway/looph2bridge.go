@@ -136,6 +136,7 @@ func (h *loopH2) bridge(s *h2loop.Stream, whole bool) {
 	b := h.newBridge(s)
 	r, ok := h.bridgeRequest(s, b, whole)
 	if !ok {
+		b.cancel() // no goroutine serves it
 		h.core.Reset(s, http2.ErrCodeProtocol)
 		h.later()
 		return
@@ -227,16 +228,15 @@ func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request) {
 }
 
 // answer runs write, which answers through w, then ends the answer; a
-// panic resets the stream instead (RST_STREAM INTERNAL_ERROR), as
-// net/http's server does, and is logged unless it is
-// http.ErrAbortHandler.
+// panic resets the stream instead (reset), as net/http's server does, and
+// is logged unless it is http.ErrAbortHandler.
 func (b *h2Bridge) answer(w *bridgeWriter, write func()) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler {
 				b.h.l.e.g.log.Error("serving a bridged HTTP/2 stream", "panic", v)
 			}
-			b.push(h2Part{reset: true})
+			b.reset()
 			return
 		}
 		w.finish()
@@ -254,6 +254,16 @@ func (b *h2Bridge) push(p h2Part) {
 	b.parts = append(b.parts, p)
 	b.queued += len(p.data)
 	b.scheduleLocked()
+}
+
+// reset resets the stream (RST_STREAM INTERNAL_ERROR) and ends it at
+// once, as the client's reset would (end): its reads and writes fail and
+// its request's context is cancelled before the handler returns. The
+// connection calls Cancel only for a stream taken at its HEADERS (Open),
+// not for one served whole or continued (unstreamed).
+func (b *h2Bridge) reset() {
+	b.push(h2Part{reset: true})
+	b.end()
 }
 
 // scheduleLocked queues the loop's task for b, unless it is due; it
@@ -329,7 +339,7 @@ func (b *h2Bridge) credit() {
 }
 
 // end fails the stream's reads and writes, and cancels its request: the
-// client reset it, or the connection closed.
+// client reset it, the connection closed, or the bridge reset it (reset).
 func (b *h2Bridge) end() {
 	b.mu.Lock()
 	b.gone = true

@@ -111,7 +111,9 @@ func TestH2LoopsBridgeRapidReset(t *testing.T) {
 // as DATA, to a stream the loops bridge at its HEADERS (gRPC), to one
 // they bridge whole (a coalescing route) and to one they serve: each is
 // reset, and the upstream never reads the extra bytes as a request of
-// their own.
+// their own. (net/http's HTTP/2 server may answer once the declared
+// length is in, before the second DATA frame comes: the other engines'
+// streams may end in an answer, never in another reset.)
 func TestH2LoopsBridgeContentLengthMismatch(t *testing.T) {
 	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startWireUpstream(t, nil)
@@ -135,9 +137,9 @@ routes:
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, BlockFragment: h2Headers(fields...)})
 			_ = fr.WriteData(1, false, []byte("0123456789"))
 			_ = fr.WriteData(1, true, []byte("GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"))
-			if status, _, code, ok := h2Answer(t, fr, 1); ok {
+			if status, _, code, ok := h2Answer(t, fr, 1); ok && h2LoopsOn {
 				t.Errorf("%s %q: answered %s, want a reset", c.path, c.ct, status)
-			} else if code != http2.ErrCodeProtocol {
+			} else if !ok && code != http2.ErrCodeProtocol {
 				t.Errorf("%s %q: reset %v, want PROTOCOL_ERROR", c.path, c.ct, code)
 			}
 		}

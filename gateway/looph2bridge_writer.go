@@ -193,8 +193,9 @@ func (w *bridgeWriter) fields(last bool) []hpack.HeaderField {
 	return fs
 }
 
-// trailers returns the answer's trailer fields at its end (last); nil
-// without any.
+// trailers returns the answer's trailer fields at its end (last), but
+// those no HTTP/2 trailer section may carry (answerTrailer), as net/http's
+// HTTP/2 server drops them; nil without any.
 func (w *bridgeWriter) trailers(last bool) []hpack.HeaderField {
 	if !last {
 		return nil
@@ -202,7 +203,7 @@ func (w *bridgeWriter) trailers(last bool) []hpack.HeaderField {
 	var fs []hpack.HeaderField
 	add := func(k string, vs []string) {
 		name := strings.ToLower(k)
-		if !httpguts.ValidHeaderFieldName(name) {
+		if !httpguts.ValidHeaderFieldName(name) || !answerTrailer(k) {
 			return
 		}
 		for _, v := range vs {
@@ -235,7 +236,7 @@ func (b *h2Bridge) waitSent(limit int) error {
 		case ahead < limit:
 			return nil
 		case !await(b.writable, dl):
-			b.push(h2Part{reset: true})
+			b.reset()
 			return os.ErrDeadlineExceeded
 		}
 	}

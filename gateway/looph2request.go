@@ -20,9 +20,10 @@ import (
 // net/http's HTTP/2 path leaves them) and te (only "trailers", which is
 // hop-by-hop), and the body's length; then the body. It reports false when
 // the request is not one the loops serve (see http1.ParseRequest), has
-// trailers, or names a second host: a host field that is not its
-// :authority (or the first host field) in any case, which nginx and the
-// gateway's net/http path refuse (see oneHost).
+// trailers, names no host (the net/http path answers it 400), or names a
+// second host: a host field that is not its :authority (or the first host
+// field) in any case, which nginx and the gateway's net/http path refuse
+// (see oneHost).
 func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 	if s.Trailer != nil {
 		return false
@@ -76,6 +77,9 @@ func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, int64(len(s.Body)), 10)
 		b = append(b, "\r\n"...)
+	}
+	if host == "" {
+		return false
 	}
 	b = append(b, "Host: "...)
 	b = append(b, host...)

@@ -22,6 +22,14 @@ type tlsConn struct {
 	// the byte waitLeft read (in one).
 	ahead []byte
 	one   [1]byte
+	closeLinger
+}
+
+func (c *tlsConn) Close() error {
+	if c.closing(c.Conn) {
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 func (c *tlsConn) Read(p []byte) (int, error) {

@@ -252,6 +252,8 @@ func h2Cases() []testCase {
 		h2("host without authority", &h2Request{fields: fields(":method", "GET", ":scheme", "https", ":path", "/a", "host", "x")}),
 		h2("authority with userinfo", authority(h2get("/a"), "evil@x")),
 		h2("authority with path", authority(h2get("/a"), "x/evil")),
+		h2("empty authority", authority(h2get("/a"), "")),
+		h2("empty authority beside host", authority(h2get("/a", "host", "x"), "")),
 		h2("cookie split", h2get("/a", "cookie", "a=1", "cookie", "b=2")),
 		h2("x-forwarded-for", h2get("/a", "x-forwarded-for", "evil")),
 		h2("x_forwarded_for", h2get("/a", "x_forwarded_for", "evil")),

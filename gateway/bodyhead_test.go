@@ -1,0 +1,46 @@
+package gateway_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBodyTooLargeAtHeadHTTP10: an HTTP/1.0 request whose Content-Length
+// is over server.max_body_bytes gets its 413 at its head, as an HTTP/1.1
+// one does, before a byte of its body comes (it cannot send Expect:
+// 100-continue), and the connection closes; on both engines.
+func TestBodyTooLargeAtHeadHTTP10(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024, read_timeout: 1m}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.URL))
+		for _, host := range []string{"Host: x\r\n", ""} {
+			c, br := dialClient(t, gw.Addr)
+			if _, err := io.WriteString(c, "POST / HTTP/1.0\r\n"+host+"Content-Length: 1048576\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("%q: no answer before the body: %v", host, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 413 || !strings.Contains(string(b), "body_too_large") {
+				t.Errorf("%q: answer %d %q, want 413 body_too_large", host, resp.StatusCode, b)
+			}
+			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+				t.Errorf("%q: after the 413: %v, want the connection closed", host, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,67 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// fastError answers a request that fasthttp refuses before the gateway's
+// handler sees it (the server's ErrorHandler), with fasthttp's own status
+// codes and the gateway's JSON body: 431 header_too_large for a head over
+// server.max_header_bytes, 413 body_too_large for a body over
+// server.max_body_bytes, 408 request_timeout for a head that did not end
+// in server.read_header_timeout, 400 bad_request for a head or body
+// fasthttp cannot read. fasthttp sends it and closes the connection; but
+// for a 408 (the client is not sending), the close lingers (lingerAtClose),
+// as after the gateway's own refusals (closeAfter): a client still sending
+// its request would see a reset in place of the answer.
+func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	switch ne, timeout := err.(*net.OpError); {
+	case errors.As(err, &small):
+		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "header_too_large", 0)
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0)
+	case timeout && ne.Timeout():
+		writeError(ctx, fasthttp.StatusRequestTimeout, "request_timeout", 0)
+		return
+	default:
+		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
+	}
+	if c, ok := ctx.Conn().(interface {
+		lingerAtClose(*lingerings, time.Duration)
+	}); ok {
+		c.lingerAtClose(&g.lingers, g.state.Load().cfg.Server.WriteTimeout.D())
+	}
+}
+
+// closeLinger makes the next Close of the goroutine engine's connection
+// that holds it (sniffConn, prefixConn, tlsConn) a lingering close: fasthttp
+// closes the connection after its own answers (see fastError), which it
+// writes after any answer of the connection's still buffered. Only the
+// goroutine that serves the connection uses it.
+type closeLinger struct {
+	l  *lingerings // nil: Close closes
+	wt time.Duration
+}
+
+// lingerAtClose has the connection's Close linger on l, its last writes
+// bounded by wt (none when zero).
+func (cl *closeLinger) lingerAtClose(l *lingerings, wt time.Duration) {
+	cl.l, cl.wt = l, wt
+}
+
+// closing reports whether c, the connection's own, closes after lingering
+// (on a goroutine of its own), as lingerAtClose asked.
+func (cl *closeLinger) closing(c net.Conn) bool {
+	l := cl.l
+	if l == nil {
+		return false
+	}
+	cl.l = nil
+	go l.close(c, nil, cl.wt)
+	return true
+}
