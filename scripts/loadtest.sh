@@ -29,6 +29,7 @@
 #   H2TLS=1 scripts/loadtest.sh    # the TLS rounds' HTTP/2 also on the loops (server.http2.loops), with CPU per request
 #   ONLY=tls H2TLS=1 PERF=1 scripts/loadtest.sh   # those rounds alone, and a profile of the loops' HTTP/2 over TLS
 #   ONLY=tls H2=0 COUNTS=1 scripts/loadtest.sh    # HTTPS HTTP/1.1 alone, with what each request costs the proxy
+#   NGINX_BATCH=1 scripts/loadtest.sh     # the nginx proxy's workers under SCHED_BATCH, as sluice serve runs its threads
 #
 # With H2C=1, HTTP/2 without TLS (prior knowledge, h2load's default for
 # http:// URLs) is measured in rounds of its own, interleaved: nginx
@@ -165,7 +166,14 @@ http {
 }
 NGINX
 nginx -c "$work/upstream.conf"
-nginx -c "$work/nginx.conf"
+# sluice serve runs its threads under SCHED_BATCH (--batch-scheduling);
+# NGINX_BATCH=1 gives the nginx proxy (not the upstream) the same policy,
+# for a comparison in which neither proxy's woken workers preempt the load.
+if [ -n "${NGINX_BATCH:-}" ]; then
+	chrt --batch 0 nginx -c "$work/nginx.conf"
+else
+	nginx -c "$work/nginx.conf"
+fi
 
 cat >"$work/sluice.yaml" <<YAML
 listen: 127.0.0.1:$SL
