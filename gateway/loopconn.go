@@ -100,6 +100,7 @@ type loopRequest struct {
 	in        []byte
 	head      http1.Request
 	body      []byte // in's tail
+	heldN     int64  // the bytes of body charged to the gateway's held bodies (see hold)
 	rt        *route
 	call      call
 	att       attempt // the attempt under way, or the last one
@@ -499,9 +500,11 @@ func (cc *clientConn) begin(st *state, rt *route, now time.Time) {
 		cc.xff = forwardedFor(cc.xffBuf[:0], cc.peer, h.XForwardedFor(), st.trusted)
 		cc.xffBuf = cc.xff[:0]
 	}
-	// The loops hold the whole body: only the method makes a request one
-	// that a failed attempt ends.
-	cc.call.start(rt.life, &cc.head, !http1.Idempotent(h.Method()), &cc.obs)
+	// The loops hold the whole body: the method makes a request one that a
+	// failed attempt ends, and so does a body server.max_held_body_bytes
+	// has no room for.
+	held := cc.hold(&g.held, int64(st.cfg.Server.MaxHeldBodyBytes))
+	cc.call.start(rt.life, &cc.head, !held || !http1.Idempotent(h.Method()), &cc.obs)
 	cc.deadline = time.Time{}
 	cc.attempt()
 }
@@ -665,6 +668,7 @@ func (cc *clientConn) respond(resp *fasthttp.Response, err error) {
 func (cc *clientConn) end(reason string) {
 	g := cc.l.e.g
 	g.finish(&cc.ctx, cc.rt, cc.start, reason, &cc.obs)
+	cc.unhold()
 	cc.rt, cc.att, cc.lastErr, cc.rl, cc.replayed = nil, attempt{}, nil, nil, false
 	cc.call = call{}
 }
