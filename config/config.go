@@ -186,10 +186,13 @@ type Server struct {
 	// a Content-Length up to 1 MiB, served on goroutines: HTTP/2 streams,
 	// the goroutine engine, what the loops hand over; a gRPC call's
 	// request on a route that retries), counted as their buffers grow
-	// while their bytes arrive, not at their announced length. A body
-	// whose buffer would pass it streams once instead (the bytes read
-	// first, then the rest) and its request is not retried, as Envoy's
-	// retry buffer limit does; the request is still served. 0 holds none.
+	// while their bytes arrive, not at their announced length; and the
+	// bodies of up to 64 KiB the event loops serve themselves (HTTP/1.1
+	// and HTTP/2), counted whole once arrived, until their request ends.
+	// A body whose buffer would pass it streams once instead (the bytes
+	// read first, then the rest; on the loops it is sent once) and its
+	// request is not retried, as Envoy's retry buffer limit does; the
+	// request is still served. 0 holds none.
 	// Default 64 MiB.
 	MaxHeldBodyBytes int `yaml:"max_held_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
