@@ -185,3 +185,41 @@ func TestHeldBodiesGivenBack(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldBodiesGivenBackAtShutdown, on the loop engine, over h2c and
+// HTTP/1.1: a shutdown cut short while requests whose bodies the loops
+// hold are upstream closes their connections, and every held byte is
+// given back. (The goroutine engine's requests end with their handlers,
+// which a shutdown does not cut.)
+func TestHeldBodiesGivenBackAtShutdown(t *testing.T) {
+	const n = 3
+	for _, proto := range []string{"h1", "h2c"} {
+		t.Run(proto, func(t *testing.T) {
+			up, arrived, release := slowUpstream(t)
+			gw := retryGateway(t, "loop", "", up.URL, "r", "")
+			c := protoClient(t, proto, nil, "")
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer release()
+			for i := range n {
+				wg.Go(func() {
+					if res, err := tryDo(c, http.MethodPut, fmt.Sprintf("%s/slow/%d", gw.URL, i), nil, bytes.NewReader(patternBody(heldBody))); err == nil {
+						t.Errorf("request %d answered %d, want its connection closed", i, res.Code)
+					}
+				})
+				eventually(t, fmt.Sprintf("request %d upstream", i), func() bool { return arrived.Load() == int64(i+1) })
+			}
+			if held := heldBytes(t, gw); held != n*heldBody {
+				t.Fatalf("%v bytes held, want %d bodies of %d", held, n, heldBody)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the shutdown waits for nothing: what is open closes
+			gw.stopped.Store(true)
+			_ = gw.Shutdown(ctx)
+			if err := <-gw.served; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+			eventually(t, "the held bodies given back", func() bool { return heldBytes(t, gw) == 0 })
+		})
+	}
+}

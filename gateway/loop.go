@@ -66,6 +66,8 @@ type loopEngine struct {
 	streams   sync.WaitGroup // responses streaming from goroutines
 	bridged   sync.WaitGroup // bridged HTTP/2 streams' goroutines (see h2Bridge)
 	draining  atomic.Bool
+	stopped   chan struct{} // closed once the loops have stopped (see stop)
+	stopOnce  sync.Once
 	// enrolling is held to read draining and take a TLS connection (see
 	// serveTLS), and to set draining: a connection taken is counted in
 	// conns before shutdown waits for them.
@@ -97,7 +99,7 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 
 // newLoopEngine returns an engine whose loops are not started yet.
 func newLoopEngine(g *Gateway, addr net.Addr) (*loopEngine, error) {
-	e := &loopEngine{g: g, loops: map[gnet.EventLoop]*loop{}, handoff: newHandoffListener(addr)}
+	e := &loopEngine{g: g, loops: map[gnet.EventLoop]*loop{}, handoff: newHandoffListener(addr), stopped: make(chan struct{})}
 	cli, err := gnet.NewClient(e,
 		gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
@@ -141,7 +143,7 @@ func (e *loopEngine) serve(ln net.Listener) error {
 			e.enrolling.Unlock()
 			_ = e.handoff.Close()
 			<-e.served
-			return errors.Join(err, e.cli.Stop())
+			return errors.Join(err, e.stop())
 		}
 		delay = 0
 		if _, err := e.cli.EnrollContext(nc, &clientConn{}); err != nil {
@@ -196,7 +198,7 @@ wait:
 		// themselves once their output is sent.
 		e.awaitConns(wsAwayWait)
 	}
-	err = errors.Join(err, e.cli.Stop())
+	err = errors.Join(err, e.stop())
 	// Stopping closed the connections left, cancelling their bridged
 	// streams, whose goroutines then end at once.
 	bridged := make(chan struct{})
@@ -208,6 +210,15 @@ wait:
 	case <-t.C:
 		err = errors.Join(err, errBridgedLeft)
 	}
+	return err
+}
+
+// stop stops the loops, closing their connections, and then closes
+// stopped: a connection being enrolled that the loops never took (see
+// dial) is given up.
+func (e *loopEngine) stop() error {
+	err := e.cli.Stop()
+	e.stopOnce.Do(func() { close(e.stopped) })
 	return err
 }
 

@@ -62,17 +62,24 @@ func (l *loop) putIdle(up *upConn) {
 
 // dial connects to t for cc's request, off the loop, within t's
 // connect_timeout (a route's timeout, when shorter, ends it sooner); the
-// connection joins the loop, which sends the request when it opens.
+// connection joins the loop, which sends the request when it opens. A
+// connection the loop never took, as they stopped, is closed.
 func dial(cc *clientConn, t *target) {
 	up := &upConn{l: cc.l, t: t, cc: cc}
 	cc.up = up
-	el, addr, timeout := cc.c.EventLoop(), t.Client.Addr, t.Connect
+	el, addr, timeout, stopped := cc.c.EventLoop(), t.Client.Addr, t.Connect, cc.l.e.stopped
 	go func() {
 		nc, err := net.DialTimeout("tcp", addr, timeout)
 		if err == nil {
 			var res <-chan gnet.RegisteredResult
 			if res, err = el.Enroll(gnet.NewContext(context.Background(), up), nc); err == nil {
-				err = (<-res).Err
+				select {
+				case r := <-res:
+					err = r.Err
+				case <-stopped:
+					_ = nc.Close()
+					return
+				}
 			}
 		}
 		if err != nil {
