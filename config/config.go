@@ -185,10 +185,12 @@ type Server struct {
 	// bodies held in memory so that a retry may send them again (those of
 	// a Content-Length up to 1 MiB, served on goroutines: HTTP/2 streams,
 	// the goroutine engine, what the loops hand over; a gRPC call's
-	// request on a route that retries, once read), counted at their
-	// announced length. A body that would pass it streams once instead
-	// and its request is not retried, as Envoy's retry buffer limit does;
-	// the request is still served. 0 holds none. Default 64 MiB.
+	// request on a route that retries), counted as their buffers grow
+	// while their bytes arrive, not at their announced length. A body
+	// whose buffer would pass it streams once instead (the bytes read
+	// first, then the rest) and its request is not retried, as Envoy's
+	// retry buffer limit does; the request is still served. 0 holds none.
+	// Default 64 MiB.
 	MaxHeldBodyBytes int `yaml:"max_held_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
 	// flight before closing them. Default 30s. WebSocket connections still

@@ -136,33 +136,6 @@ func classify(ctx context.Context, err error) sluice.Class {
 	return sluice.DefaultClassifier(ctx, err)
 }
 
-// firstRead is the most of a body of known length that readLength
-// allocates before any of it arrived.
-const firstRead = 16 << 10
-
-// readLength reads a body of n bytes from r whole. Its buffer grows as
-// the bytes arrive (doubling, from firstRead), so that what a client that
-// announces a length and sends little makes the gateway hold is at most
-// twice what it sent, past the first firstRead bytes: an HTTP/2 client
-// announces as many bodies as it has streams.
-func readLength(r io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, 0, min(n, firstRead))
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			buf = append(make([]byte, 0, min(n, 2*cap(buf))), buf...)
-		}
-		k, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+k]
-		if err != nil && len(buf) < n {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-	}
-	return buf, nil
-}
-
 // trailerClaim reports whether k, the name of a request's trailer field,
 // would speak for the gateway, the connection or the framing, so that the
 // field is dropped: those http1.Drop drops from a trailer section, the

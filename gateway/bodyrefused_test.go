@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -52,13 +51,7 @@ func TestBodyTooLargeClosesConnection(t *testing.T) {
 				served.Add(1)
 			}
 		})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 1024}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		gw := serverGateway(t, engine, "max_body_bytes: 1024", up.URL)
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				c, br := dialClient(t, gw.Addr)
@@ -102,22 +95,11 @@ routes:
 func TestBodyTooLargeLingerBounded(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 16}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
-		c, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		gw := serverGateway(t, engine, "max_body_bytes: 16", up.URL)
+		c, br := dialClient(t, gw.Addr)
 		chunk := []byte(strings.Repeat("z", 16<<10))
 		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n\r\n")
 		c.Write(chunk) // the gateway reads a little of a body before it answers
-		br := bufio.NewReader(c)
 		_ = c.SetReadDeadline(time.Now().Add(waitLimit))
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
@@ -196,13 +178,7 @@ func TestRefusedRequestClosesConnection(t *testing.T) {
 func TestBodyTooLargeLingerEndsAtShutdown(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {})
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 16}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		gw := serverGateway(t, engine, "max_body_bytes: 16", up.URL)
 		c, br := dialClient(t, gw.Addr)
 		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n"+strings.Repeat("z", 1024))
 		resp, err := http.ReadResponse(br, nil)
@@ -248,14 +224,7 @@ func TestBodyTooLargeClosesOverTLS(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		ca := testpki.NewCA(t)
 		up := startUpstream(t, "up", nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 1024}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, certList(ca.Server("localhost", "127.0.0.1")), up.URL))
+		gw := tlsGateway(t, engine, "max_body_bytes: 1024", certList(ca.Server("localhost", "127.0.0.1")), up.URL)
 		addr := serveTLS(t, gw)
 		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
 		if err != nil {

@@ -1,10 +1,8 @@
 package gateway_test
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,11 +16,7 @@ import (
 // error of writing the body.
 func answerWhileSending(t *testing.T, addr, head string, body []byte) (int, error, error) {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, waitLimit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn, br := dialClient(t, addr)
 	_ = conn.SetDeadline(time.Now().Add(waitLimit))
 	wrote := make(chan error, 1)
 	go func() {
@@ -32,7 +26,7 @@ func answerWhileSending(t *testing.T, addr, head string, body []byte) (int, erro
 		}
 		wrote <- err
 	}()
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		_ = conn.Close()
 		<-wrote
@@ -42,7 +36,9 @@ func answerWhileSending(t *testing.T, addr, head string, body []byte) (int, erro
 	if body == nil {
 		_ = conn.Close()
 	}
-	return resp.StatusCode, nil, <-wrote
+	err = <-wrote
+	_ = conn.Close()
+	return resp.StatusCode, nil, err
 }
 
 // TestOversizedBodyRefusedAtHead: a request whose declared
@@ -54,13 +50,7 @@ func answerWhileSending(t *testing.T, addr, head string, body []byte) (int, erro
 func TestOversizedBodyRefusedAtHead(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		u := startRecordingUpstream(t)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 1024, read_timeout: 1h}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, u.Addr))
+		gw := serverGateway(t, engine, "max_body_bytes: 1024, read_timeout: 1h", "http://"+u.Addr)
 		for _, expect := range []string{"", "Expect: 100-continue\r\n"} {
 			code, err, _ := answerWhileSending(t, gw.Addr, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n"+expect+"\r\n", nil)
 			if err != nil || code != http.StatusRequestEntityTooLarge {
@@ -146,13 +136,7 @@ func TestBareLFHeadRefusedAtOnce(t *testing.T) {
 			t.Skip("fasthttp waits for the head's end (docs/hostile-input.md)")
 		}
 		u := startRecordingUpstream(t)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, read_header_timeout: 1h}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, u.Addr))
+		gw := serverGateway(t, engine, "read_header_timeout: 1h", "http://"+u.Addr)
 		for _, head := range []string{"GET / HTTP/1.1\nHost: x\n\n", "GET / HTTP/1.1\r\nHost: x\r\n\n", "GET / HTTP/1.1\r\nHost: x\nX-A: b", "GET /\n"} {
 			code, err, _ := answerWhileSending(t, gw.Addr, head, nil)
 			if err != nil || code != 400 {
@@ -175,13 +159,7 @@ func TestBareLFHeadInPieces(t *testing.T) {
 			t.Skip("fasthttp waits for the head's end (docs/hostile-input.md)")
 		}
 		u := startRecordingUpstream(t)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, read_header_timeout: 1h}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, u.Addr))
+		gw := serverGateway(t, engine, "read_header_timeout: 1h", "http://"+u.Addr)
 		for _, c := range []struct {
 			pieces []string
 			want   int
@@ -190,10 +168,7 @@ routes:
 			{[]string{"GET / HTTP/1.1\r", "\nHost: x\r", "\n\r", "\n"}, 200},
 			{[]string{"\r", "\nGET / HTTP/1.1\r\nHost: x\r\n", "\r\n"}, 200},
 		} {
-			conn, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn, br := dialClient(t, gw.Addr)
 			_ = conn.SetDeadline(time.Now().Add(waitLimit))
 			for _, p := range c.pieces {
 				if _, err := io.WriteString(conn, p); err != nil {
@@ -201,7 +176,7 @@ routes:
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			resp, err := http.ReadResponse(br, nil)
 			if err != nil || resp.StatusCode != c.want {
 				t.Errorf("%q: %v, %v; want %d", c.pieces, resp, err, c.want)
 			}

@@ -12,8 +12,10 @@ import (
 // hedge budget of half a hedge per call: a quick call, then a client
 // stream whose hedge falls due but is not sent (the stream is two
 // messages), then a server-streaming call whose first target does not
-// answer: its hedge is granted and wins. (The stream's unsent hedge kept
-// the budget's one token, and the last call waited for its first target.)
+// answer: its hedge is granted and wins, the one hedge counted as sent.
+// (The stream's unsent hedge kept the budget's one token, and the last
+// call waited for its first target; then sluice_hedges_total still
+// counted it.)
 func TestGRPCUnsentHedgeKeepsBudget(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		s := startGRPCStreamers(t)
@@ -64,8 +66,12 @@ func TestGRPCUnsentHedgeKeepsBudget(t *testing.T) {
 		if got := <-s.cancelled; got != "hedge" {
 			t.Errorf("cancelled %q", got)
 		}
-		if h := gw.routeStatus(t, "grpc").Hedge; h.Wins != 1 || h.Denied != 0 {
-			t.Errorf("hedge status %+v, want the last call's hedge granted and won", *h)
+		if h := gw.routeStatus(t, "grpc").Hedge; h.Hedges != 1 || h.Wins != 1 || h.Denied != 0 {
+			t.Errorf("hedge status %+v, want the last call's hedge granted, sent and won (the stream's not counted)", *h)
 		}
+		compareMetrics(t, gw, `
+sluice_hedges_total{route="grpc"} 1
+sluice_hedge_wins_total{route="grpc"} 1
+`, "sluice_hedges_total", "sluice_hedge_wins_total")
 	})
 }

@@ -206,21 +206,22 @@ func sleepCtx(ctx context.Context, lc *lifecycle, d time.Duration) bool {
 // readRequest reads the call's request whole, so that it can be sent
 // again, up to maxReplayBody: a longer one streams, and the call is sent
 // once, as is one that held (of at most maxHeld bytes held across the
-// gateway) does not admit. It returns how many bytes held counts for the
+// gateway, counted as they arrive) has no room for. It returns how many bytes held counts for the
 // request, to release once the call has ended. It answers and returns the
 // reason when the request cannot be read (or the call, ctx, ended idle
 // meanwhile).
 func (c *grpcCall) readRequest(ctx context.Context, held *heldBodies, maxHeld int64) (int64, string) {
-	b, err := io.ReadAll(io.LimitReader(c.in, maxReplayBody+1))
-	if err != nil {
+	b, n, err := held.read(c.in, maxReplayBody+1, maxHeld)
+	if err != nil && !errors.Is(err, errNoRoom) {
 		return 0, writeGRPCError(c.w, grpcIdleCause(ctx, err)) // errClientBody, errBodyTooLarge or errGRPCIdle
 	}
-	if len(b) > maxReplayBody || !held.reserve(int64(len(b)), maxHeld) {
+	if err != nil || len(b) > maxReplayBody {
+		held.release(n)
 		c.rest = io.MultiReader(bytes.NewReader(b), c.in)
 		return 0, ""
 	}
 	c.body, c.rest, c.hold = b, nil, true
-	return int64(len(b)), ""
+	return n, ""
 }
 
 // attempt sends the call to a's target, within the route's timeout from

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -128,37 +127,7 @@ func readStream(t *testing.T, fr *http2.Framer, dec *hpack.Decoder, id uint32) s
 // the upstream sees its connection go, as when an HTTP/1.1 client closes.
 func TestHTTP2ClientGone(t *testing.T) {
 	forH2Engines(t, func(t *testing.T, engine string) {
-		arrived, gone := make(chan struct{}), make(chan struct{})
-		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
-			close(arrived)
-			select {
-			case <-r.Context().Done():
-				close(gone)
-			case <-time.After(waitLimit):
-			}
-		})
-		tg := gatewayTo(t, engine, up.addr())
-		c := protoClient(t, "h2c", nil, "")
-		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, "GET", tg.URL+"/hold", nil)
-		errc := make(chan error, 1)
-		go func() {
-			resp, err := c.Do(req)
-			if err == nil {
-				resp.Body.Close()
-			}
-			errc <- err
-		}()
-		<-arrived
-		cancel()
-		if err := <-errc; err == nil {
-			t.Fatal("the cancelled request got a response")
-		}
-		select {
-		case <-gone:
-		case <-time.After(waitLimit):
-			t.Fatal("the upstream's request went on after the client reset its stream")
-		}
+		checkClientReset(t, func(up *upstream) *testGateway { return gatewayTo(t, engine, up.addr()) })
 	})
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
@@ -244,9 +245,10 @@ func respond(ctx *fasthttp.RequestCtx, rt *route, resp *fasthttp.Response, err e
 
 // readBody prepares the request body: kept in memory when it is small
 // enough to send again on a retry and held (of at most maxHeld bytes held
-// across the gateway) admits it, streamed otherwise. It writes the error
-// response and returns its reason when the body is refused: its length is
-// over maxBody (none when 0), or over is set.
+// across the gateway, counted as they arrive) has room for it, streamed
+// otherwise (what was read before held had no room first). It writes the
+// error response and returns its reason when the body is refused: its
+// length is over maxBody (none when 0), or over is set.
 func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int, over bool, held *heldBodies, maxHeld int64) string {
 	cl := ctx.Request.Header.ContentLength()
 	if over || maxBody > 0 && cl > maxBody {
@@ -259,22 +261,32 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int, over bool, he
 		// No body (-2: no length and not chunked). A GET whose body has
 		// no length (-1: chunked, or HTTP/2 DATA) streams, bounded, as
 		// any other.
-	case cl > 0 && cl <= maxReplayBody && held.reserve(int64(cl), maxHeld):
-		buf, err := readLength(stream, cl)
-		if err != nil {
-			held.release(int64(cl))
+	case cl > 0 && cl <= maxReplayBody:
+		buf, n, err := held.read(stream, cl, maxHeld)
+		switch {
+		case errors.Is(err, errNoRoom):
+			x.streamBody(ctx, &resumedBody{head: buf, r: stream}, maxBody)
+		case err != nil || len(buf) < cl:
+			held.release(n)
 			writeError(ctx, fasthttp.StatusBadRequest, "body_unreadable", 0)
 			return "body_unreadable"
+		default:
+			x.body, x.held, x.heldN = buf, held, n
 		}
-		x.body, x.held, x.heldN = buf, held, int64(cl)
 	default:
-		if stream != nil {
-			b := newClientBody(stream, maxBody)
-			b.head = &ctx.Request.Header
-			x.stream = b
-		}
+		x.streamBody(ctx, stream, maxBody)
 	}
 	return ""
+}
+
+// streamBody makes stream, the request's body (nil: none), the body the
+// request streams upstream once, of at most maxBody bytes.
+func (x *exchange) streamBody(ctx *fasthttp.RequestCtx, stream io.Reader, maxBody int) {
+	if stream != nil {
+		b := newClientBody(stream, maxBody)
+		b.head = &ctx.Request.Header
+		x.stream = b
+	}
 }
 
 // forwardedList returns the client's X-Forwarded-For list (see http1.OneList),

@@ -1,16 +1,26 @@
 package gateway
 
-import "sync/atomic"
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/internal/upstream"
+)
 
 // heldBodies counts the bytes of the request bodies the gateway holds in
 // memory so that a retry may send them again, against
 // server.max_held_body_bytes: without such a bound, clients that announce
 // bodies of up to maxReplayBody on every stream of every HTTP/2
 // connection could make the gateway hold that much times the streams
-// times the connections. Past the bound a body streams once and its
-// request is not retried (Envoy's retry buffer limit does the same): the
-// request is served, only its retries are lost. The zero value is ready to
-// use.
+// times the connections. A body is counted as its buffer grows while its
+// bytes arrive (see read), not at the length it announced, so that what
+// is counted is memory held: a client that announces a long body and
+// sends little takes little of the bound from other requests. Past the
+// bound a body streams once and its request is not retried (Envoy's retry
+// buffer limit does the same): the request is served, only its retries
+// are lost. The zero value is ready to use.
 type heldBodies struct {
 	bytes     atomic.Int64
 	overflows atomic.Uint64
@@ -30,3 +40,88 @@ func (h *heldBodies) reserve(n, max int64) bool {
 
 // release forgets n bytes reserve counted.
 func (h *heldBodies) release(n int64) { h.bytes.Add(-n) }
+
+// errNoRoom is the error of readUpTo when its buffer may not grow.
+var errNoRoom = errors.New("gateway: no room to hold the request body")
+
+// read reads a body from r to hold it: until r ends or n bytes have come
+// (see readUpTo), counting its buffer against max as the buffer grows. It
+// returns the bytes read and how many bytes h counts for them, to release
+// once the body is no longer held. On an error it counts nothing; when h
+// refuses the buffer room (an overflow), the error is errNoRoom and the
+// bytes read so far are returned, to be sent before the rest of r
+// (resumedBody).
+func (h *heldBodies) read(r io.Reader, n int, max int64) (buf []byte, counted int64, err error) {
+	buf, err = readUpTo(r, n, func(k int) bool {
+		if !h.reserve(int64(k), max) {
+			return false
+		}
+		counted += int64(k)
+		return true
+	})
+	if err != nil {
+		h.release(counted)
+		counted = 0
+	}
+	return buf, counted, err
+}
+
+// firstRead is the most of a body that readUpTo allocates before any of
+// it arrived.
+const firstRead = 16 << 10
+
+// readUpTo reads r whole into memory, up to n bytes: it returns when r
+// ends (io.EOF, not an error) or n bytes have come. Its buffer grows as
+// the bytes arrive (doubling, from firstRead, to n at most), so that what
+// a client that announces a length and sends little makes the gateway
+// hold is at most twice what it sent, past the first firstRead bytes: an
+// HTTP/2 client announces as many bodies as it has streams. grow, unless
+// nil, is asked for each growth (the bytes the buffer gains) before it is
+// allocated: when it refuses, readUpTo returns the bytes read so far and
+// errNoRoom. On another error of r it returns nil and the error.
+func readUpTo(r io.Reader, n int, grow func(int) bool) ([]byte, error) {
+	var buf []byte
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			size := min(n, max(firstRead, 2*cap(buf)))
+			if grow != nil && !grow(size-cap(buf)) {
+				return buf, errNoRoom
+			}
+			buf = append(make([]byte, 0, size), buf...)
+		}
+		k, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && len(buf) < n {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// resumedBody is a request body stream of which readUpTo read the first
+// bytes (head) before it could not hold it: it gives them again, then the
+// rest of r, and has r's trailers when r has them (upstream.TrailedBody).
+type resumedBody struct {
+	head []byte
+	r    io.Reader
+}
+
+func (b *resumedBody) Read(p []byte) (int, error) {
+	if len(b.head) > 0 {
+		n := copy(p, b.head)
+		b.head = b.head[n:]
+		return n, nil
+	}
+	return b.r.Read(p)
+}
+
+// Trailer returns r's trailers, or nil when it has none.
+func (b *resumedBody) Trailer() http.Header {
+	if tb, ok := b.r.(upstream.TrailedBody); ok {
+		return tb.Trailer()
+	}
+	return nil
+}

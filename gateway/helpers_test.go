@@ -222,13 +222,7 @@ func startUpstream(t testing.TB, name string, h http.HandlerFunc) *upstream {
 // policies, sends everything to the plain-HTTP target at addr (host:port).
 func gatewayTo(t testing.TB, engine, addr string) *testGateway {
 	t.Helper()
-	return startGateway(t, parseConfig(t, `
-server: {engine: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, addr))
+	return serverGateway(t, engine, "", "http://"+addr)
 }
 
 // proxyTo starts a gateway with one route, without policies, to up.

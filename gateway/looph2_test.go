@@ -344,37 +344,7 @@ routes:
 // resets its stream) while the upstream holds it: the attempt is cut and
 // the upstream sees its connection go.
 func TestH2LoopsClientReset(t *testing.T) {
-	arrived, gone := make(chan struct{}), make(chan struct{})
-	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
-		close(arrived)
-		select {
-		case <-r.Context().Done():
-			close(gone)
-		case <-time.After(waitLimit):
-		}
-	})
-	tg := h2LoopsGateway(t, up, "")
-	c := protoClient(t, "h2c", nil, "")
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", tg.URL+"/hold", nil)
-	errc := make(chan error, 1)
-	go func() {
-		resp, err := c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		errc <- err
-	}()
-	<-arrived
-	cancel()
-	if err := <-errc; err == nil {
-		t.Fatal("the cancelled request got a response")
-	}
-	select {
-	case <-gone:
-	case <-time.After(waitLimit):
-		t.Fatal("the upstream's request went on after the client reset its stream")
-	}
+	checkClientReset(t, func(up *upstream) *testGateway { return h2LoopsGateway(t, up, "") })
 }
 
 // TestH2LoopsShutdown drains an h2c connection on the loops: GOAWAY, the

@@ -172,13 +172,7 @@ func TestH2LoopsBridgeSocketUnread(t *testing.T) {
 			wrote.Add(int64(len(buf)))
 		}
 	})
-	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, write_timeout: 3s, http2: {loops: true}}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, up.URL))
+	tg := serverGateway(t, "loop", "write_timeout: 3s, http2: {loops: true}", up.URL)
 	fr := h2Dial(t, tg.Addr)
 	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
 	_ = fr.WriteWindowUpdate(0, 1<<31-1-65535)

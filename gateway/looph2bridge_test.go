@@ -37,13 +37,7 @@ func TestH2LoopsBridgeClientNotReading(t *testing.T) {
 			wrote.Add(int64(len(buf)))
 		}
 	})
-	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, write_timeout: 1s, http2: {loops: true}}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, up.URL))
+	tg := serverGateway(t, "loop", "write_timeout: 1s, http2: {loops: true}", up.URL)
 	fr := h2Dial(t, tg.Addr)
 	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
 	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, EndStream: true,

@@ -55,14 +55,7 @@ func TestH2LoopsPseudoHeaderInjection(t *testing.T) {
 // a connection, its streams and their bodies forever by going quiet.
 func TestH2LoopsReadTimeout(t *testing.T) {
 	up := startUpstream(t, "up", nil)
-	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, http2: {loops: true}, read_timeout: 200ms}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - name: all
-    upstream: up
-`, up.URL))
+	tg := serverGateway(t, "loop", "http2: {loops: true}, read_timeout: 200ms", up.URL)
 	cl := h2Dial(t, tg.Addr)
 	post := h2Headers(":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/a", "content-length", "10")
 	if err := cl.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: post, EndHeaders: true}); err != nil {
@@ -103,14 +96,7 @@ routes:
 // holding the answer and the stream forever.
 func TestH2LoopsWriteTimeout(t *testing.T) {
 	up := startUpstream(t, "up", nil)
-	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, http2: {loops: true}, write_timeout: 200ms}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - name: all
-    upstream: up
-`, up.URL))
+	tg := serverGateway(t, "loop", "http2: {loops: true}, write_timeout: 200ms", up.URL)
 	cl := h2Dial(t, tg.Addr)
 	if err := cl.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
 		t.Fatal(err)

@@ -179,14 +179,7 @@ func TestH2LoopsOverTLSShutdown(t *testing.T) {
 		<-release
 		fmt.Fprint(w, "late")
 	})
-	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, http2: {loops: true}}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, certList(ca.Server("localhost", "127.0.0.1")), up.URL))
+	tg := tlsGateway(t, "loop", "http2: {loops: true}", certList(ca.Server("localhost", "127.0.0.1")), up.URL)
 	fr := h2TLSDial(t, serveTLS(t, tg), ca)
 	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, EndStream: true,
 		BlockFragment: h2Headers(":method", "GET", ":scheme", "https", ":authority", "x", ":path", "/hold")})
@@ -253,14 +246,7 @@ func TestH2LoopsOverTLSUnreadAnswers(t *testing.T) {
 		w.Header().Set("Content-Length", "60000") // read whole by the loop, not streamed
 		_, _ = w.Write(answer)
 	})
-	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, http2: {loops: true}}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, certList(ca.Server("localhost", "127.0.0.1")), up.URL))
+	tg := tlsGateway(t, "loop", "http2: {loops: true}", certList(ca.Server("localhost", "127.0.0.1")), up.URL)
 	raddr, _ := net.ResolveTCPAddr("tcp", serveTLS(t, tg))
 	raw, err := net.DialTCP("tcp", nil, raddr)
 	if err != nil {

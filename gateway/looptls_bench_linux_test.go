@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/testpki"
 )
@@ -51,16 +50,5 @@ routes:
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	req := []byte("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	br := bufio.NewReader(conn)
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = conn.SetDeadline(time.Now().Add(waitLimit))
-		if _, err := conn.Write(req); err != nil {
-			b.Fatal(err)
-		}
-		if err := readAnswer200(br); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchGets(b, conn)
 }

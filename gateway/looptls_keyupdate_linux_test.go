@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -27,32 +28,22 @@ import (
 // refuses more in a row). The loop must not keep those answers without
 // bound, as it keeps no more than maxPendingOut of responses a client
 // leaves unread: its connection closes, or what it holds for the client
-// stays small.
+// stays small. The gateway's socket has a small send buffer (the
+// listener's, which its connections inherit), so that a few times
+// maxPendingOut of answers are past what the kernel takes.
 func TestLoopTLSKeyUpdatesUnread(t *testing.T) {
 	ca := testpki.NewCA(t)
 	up := startUpstream(t, "up", nil)
-	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, read_header_timeout: 1h, write_timeout: 1h}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, certList(ca.Server("127.0.0.1")), up.URL))
-	addr := serveTLS(t, tg)
-
-	// A small receive buffer, set before the connection opens, keeps the
-	// kernel from taking much of what the gateway sends.
-	d := net.Dialer{Timeout: waitLimit, Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
+	tg := tlsGateway(t, "loop", "read_header_timeout: 1h, write_timeout: 1h", certList(ca.Server("127.0.0.1")), up.URL)
+	// Small buffers on both sides, set before the connection opens, keep
+	// the kernel from taking much of what the gateway sends.
+	lc := net.ListenConfig{Control: sockBuffer(syscall.SO_SNDBUF)}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveTLSOn(t, tg, ln)
+	d := net.Dialer{Timeout: waitLimit, Control: sockBuffer(syscall.SO_RCVBUF)}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +61,10 @@ routes:
 	const limit = 512 << 10 // maxPendingOut, and room for one read event's answers
 	var out []byte
 	out = w.seal(out, 23, []byte("GET / HTTP/1.1\r\nHost: x\r\nX-Pad: "))
-	// 8 MiB: ~8 MB of answers, more than the kernel's buffers take
-	// (net.ipv4.tcp_wmem allows a socket 4 MiB by default).
-	for range 20000 {
+	// 60000 KeyUpdates, each answered with a record of 27 bytes: 1.6 MB,
+	// six times maxPendingOut, past what the kernel's buffers of 4 KiB
+	// take.
+	for range 4000 {
 		for range 15 {
 			out = w.keyUpdate(out)
 		}
@@ -97,6 +89,21 @@ routes:
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sockBuffer is a dialer's or listener's Control that sets the socket's
+// option opt (SO_SNDBUF or SO_RCVBUF) to 4 KiB.
+func sockBuffer(opt int) func(_, _ string, rc syscall.RawConn) error {
+	return func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, 4096)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
 	}
 }
 

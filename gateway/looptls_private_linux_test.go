@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-
-	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 // recordConn is the loop's socket under a loopTLS in these tests: Next
@@ -44,37 +42,10 @@ func (c *recordConn) OutboundBuffered() int { return 0 }
 // send). Neither reads its socket any more.
 func loopTLSPair(tb testing.TB) (*loopTLS, *tls.Conn, *sockSwitch) {
 	tb.Helper()
-	ca := testpki.NewCA(tb)
-	p := ca.Server("127.0.0.1")
-	cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	type server struct {
-		sw  *sockSwitch
-		tc  *tls.Conn
-		err error
-	}
-	accepted := make(chan server, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			accepted <- server{err: err}
-			return
-		}
-		tb.Cleanup(func() { c.Close() })
-		_ = c.SetDeadline(time.Now().Add(waitLimit))
-		sw := newSockSwitch(c)
-		// No session tickets: nothing is left unread on the socket once
-		// both handshakes return.
-		tc := tls.Server(sw, &tls.Config{Certificates: []tls.Certificate{cert}, SessionTicketsDisabled: true})
-		accepted <- server{sw: sw, tc: tc, err: tc.Handshake()}
-	}()
+	cert, roots, ln := tlsListener(tb)
+	// No session tickets: nothing is left unread on the socket once both
+	// handshakes return.
+	accepted := acceptSwitched(tb, ln, &tls.Config{Certificates: []tls.Certificate{cert}, SessionTicketsDisabled: true})
 	raw, err := net.DialTimeout("tcp", ln.Addr().String(), waitLimit)
 	if err != nil {
 		tb.Fatal(err)
@@ -82,7 +53,7 @@ func loopTLSPair(tb testing.TB) (*loopTLS, *tls.Conn, *sockSwitch) {
 	tb.Cleanup(func() { raw.Close() })
 	_ = raw.SetDeadline(time.Now().Add(waitLimit))
 	csw := newSockSwitch(raw)
-	cc := tls.Client(csw, &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"})
+	cc := tls.Client(csw, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
 	if err := cc.Handshake(); err != nil {
 		tb.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 // TestSockSwitchFedRecords checks what the loops rely on in crypto/tls: a
@@ -18,36 +16,9 @@ import (
 // came, goes on where it stopped. Its writes wait in the switch for the
 // loop to send, in order.
 func TestSockSwitchFedRecords(t *testing.T) {
-	ca := testpki.NewCA(t)
-	p := ca.Server("127.0.0.1")
-	cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	type server struct {
-		raw net.Conn
-		sw  *sockSwitch
-		tc  *tls.Conn
-		err error
-	}
-	accepted := make(chan server, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			accepted <- server{err: err}
-			return
-		}
-		_ = c.SetDeadline(time.Now().Add(waitLimit))
-		sw := newSockSwitch(c)
-		tc := tls.Server(sw, &tls.Config{Certificates: []tls.Certificate{cert}})
-		accepted <- server{raw: c, sw: sw, tc: tc, err: tc.Handshake()}
-	}()
-	cc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool})
+	cert, roots, ln := tlsListener(t)
+	accepted := acceptSwitched(t, ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+	cc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: roots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +28,6 @@ func TestSockSwitchFedRecords(t *testing.T) {
 	if s.err != nil {
 		t.Fatal(s.err)
 	}
-	defer s.raw.Close()
 	s.sw.raw = nil // the loop's now
 
 	const msg = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -101,4 +71,34 @@ func TestSockSwitchFedRecords(t *testing.T) {
 	if _, err := io.ReadFull(cc, b); err != nil || string(b) != "first second" {
 		t.Fatalf("the client read %q %v, want the writes in order", b, err)
 	}
+}
+
+// switchedServer is the server's side of a TLS connection over a
+// sockSwitch on its socket raw, its handshake done, or how accepting or
+// the handshake failed (err).
+type switchedServer struct {
+	raw net.Conn
+	sw  *sockSwitch
+	tc  *tls.Conn
+	err error
+}
+
+// acceptSwitched accepts one connection on ln, closed when the test
+// ends, and makes the server's handshake with cfg over a sockSwitch,
+// within waitLimit; the channel receives how it went.
+func acceptSwitched(tb testing.TB, ln net.Listener, cfg *tls.Config) <-chan switchedServer {
+	accepted := make(chan switchedServer, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			accepted <- switchedServer{err: err}
+			return
+		}
+		tb.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		sw := newSockSwitch(c)
+		tc := tls.Server(sw, cfg)
+		accepted <- switchedServer{raw: c, sw: sw, tc: tc, err: tc.Handshake()}
+	}()
+	return accepted
 }

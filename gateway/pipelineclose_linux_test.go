@@ -122,13 +122,7 @@ func TestPipelinedAfterClosingAnswerNotServed(t *testing.T) {
 	}
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startPathsUpstream(t, nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 16}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		gw := serverGateway(t, engine, "max_body_bytes: 16", up.URL)
 		for _, tc := range cases {
 			for _, shut := range []bool{false, true} {
 				name := tc.name

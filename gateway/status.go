@@ -52,7 +52,8 @@ type HedgeStatus struct {
 	// Delay is the delay the next request will wait before its hedge.
 	Delay string `json:"delay"`
 	// Requests is how many requests were run with hedging (those that may
-	// be sent twice); Hedges how many of them got a second attempt; Wins
+	// be sent twice); Hedges how many of them sent a second attempt
+	// (counted when it ended; one due but not sent is not counted); Wins
 	// how many the second attempt answered; Denied how many hedges the
 	// budget refused.
 	Requests uint64 `json:"requests"`

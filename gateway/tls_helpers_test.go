@@ -19,6 +19,13 @@ func serveTLS(t testing.TB, tg *testGateway) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveTLSOn(t, tg, ln)
+}
+
+// serveTLSOn serves tg's TLS listener on ln as serveTLS does, and returns
+// ln's address.
+func serveTLSOn(t testing.TB, tg *testGateway, ln net.Listener) string {
+	t.Helper()
 	served := make(chan error, 1)
 	go func() { served <- tg.ServeTLS(ln) }()
 	t.Cleanup(func() {

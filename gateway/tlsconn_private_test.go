@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"testing"
@@ -10,21 +11,29 @@ import (
 	"github.com/sluicehq/sluice/internal/testpki"
 )
 
+// tlsListener returns a certificate for 127.0.0.1, the pool that
+// verifies it, and a listener on loopback, closed when the test ends.
+func tlsListener(tb testing.TB) (tls.Certificate, *x509.CertPool, net.Listener) {
+	tb.Helper()
+	ca := testpki.NewCA(tb)
+	p := ca.Server("127.0.0.1")
+	cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	return cert, ca.Pool, ln
+}
+
 // tlsPair returns both ends of a TLS connection on loopback, handshake
 // done: the server's as the goroutine engine gets it, and the client's.
 func tlsPair(t *testing.T) (*tlsConn, *tls.Conn) {
 	t.Helper()
-	ca := testpki.NewCA(t)
-	p := ca.Server("127.0.0.1")
-	cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	cert, roots, ln := tlsListener(t)
 	accepted := make(chan *tls.Conn, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -37,7 +46,7 @@ func tlsPair(t *testing.T) (*tlsConn, *tls.Conn) {
 		_ = sc.Handshake() // a failure fails the client's
 		accepted <- sc
 	}()
-	cc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool})
+	cc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: roots})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,7 @@ var ErrLost = errors.New("hedge: another attempt won")
 // the class Dropped, when its call decides, once it began, not to send it
 // after all (the request turned out not to be one that can be sent
 // twice). Run then gives the hedge's token back to the Budget when the
-// Budget has a Refund method (Stats.Hedges still counts the hedge: it
-// counts hedges started).
+// Budget has a Refund method, and Stats.Hedges does not count the hedge.
 var ErrNotSent = errors.New("hedge: not sent")
 
 // Budget limits how many hedges may be sent, typically to a fraction of the
@@ -108,7 +107,10 @@ type Options struct {
 type Stats struct {
 	// Calls is how many times Run was called.
 	Calls uint64
-	// Hedges is how many attempts were started in addition to first ones.
+	// Hedges is how many hedges were sent: attempts started in addition
+	// to first ones, but for those that were not sent after all
+	// (ErrNotSent). A hedge is counted when its attempt ends, so one
+	// under way is not counted yet.
 	Hedges uint64
 	// Wins is how many calls a hedge won.
 	Wins uint64
@@ -208,7 +210,7 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 		start = p.clock.Nanotime()
 	}
 	delay := p.Delay()
-	r := &race{ch: make(chan attempt, p.maxHedges+1), discard: p.discard, unsent: p.unsent}
+	r := &race{ch: make(chan attempt, p.maxHedges+1), discard: p.discard, sent: p.sent, unsent: p.unsent}
 	cancels := make([]context.CancelCauseFunc, 0, p.maxHedges+1)
 	launch := func() {
 		actx, cancel := context.WithCancelCause(ctx)
@@ -250,7 +252,6 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 				p.denied.Add(1)
 				continue
 			}
-			p.hedges.Add(1)
 			launch()
 			running++
 			arm()
@@ -292,6 +293,9 @@ func (p *Policy) Run(ctx context.Context, next sluice.Call) sluice.Result {
 		}
 	}
 }
+
+// sent counts a hedge that was sent.
+func (p *Policy) sent() { p.hedges.Add(1) }
 
 // unsent gives back the token of a hedge not sent (see ErrNotSent).
 func (p *Policy) unsent() {
@@ -337,6 +341,7 @@ type attempt struct {
 type race struct {
 	ch      chan attempt // buffered for every attempt: sends never block
 	discard func(any)
+	sent    func()     // called once a hedge that was sent has ended
 	unsent  func()     // called for a hedge not sent (ErrNotSent)
 	mu      sync.Mutex // protects decided and sends on ch
 	decided bool       // the race is over: late results are discarded
@@ -352,12 +357,19 @@ func (r *race) run(ctx context.Context, i int, next sluice.Call) {
 		// recover returns nil only for runtime.Goexit: since Go 1.21
 		// panic(nil) panics with a *runtime.PanicNilError.
 		v := recover()
+		if i > 0 {
+			r.sent()
+		}
 		r.deliver(attempt{i: i, panicked: v != nil, goexit: v == nil, value: v})
 	}()
 	res := next(ctx)
 	returned = true
-	if i > 0 && res.Class == sluice.Dropped && errors.Is(res.Err, ErrNotSent) {
-		r.unsent()
+	if i > 0 {
+		if res.Class == sluice.Dropped && errors.Is(res.Err, ErrNotSent) {
+			r.unsent()
+		} else {
+			r.sent()
+		}
 	}
 	r.deliver(attempt{i: i, r: res})
 }

@@ -210,9 +210,12 @@ func TestPrimarySlowHedgeWins(t *testing.T) {
 	}
 }
 
+// TestPrimaryWinsAfterHedgeStarted: the hedge that lost is counted once
+// it ended (its Value discarded).
 func TestPrimaryWinsAfterHedgeStarted(t *testing.T) {
 	fc := clock.NewFake(time.Time{})
-	p := mustNew(t, Options{Delay: delay, Clock: fc})
+	d := newDiscards()
+	p := mustNew(t, Options{Delay: delay, Clock: fc, Discard: d.discard})
 	h := newHeld()
 	out := runAsync(p, context.Background(), h.next)
 	a0 := <-h.started
@@ -225,6 +228,9 @@ func TestPrimaryWinsAfterHedgeStarted(t *testing.T) {
 	}
 	<-a1.ctx.Done()
 	h.waitAll()
+	if v := <-d.ch; v != "cancelled" {
+		t.Errorf("discarded %v, want the hedge's late value", v)
+	}
 	if got, want := p.Stats(), (Stats{Calls: 1, Hedges: 1}); got != want {
 		t.Errorf("Stats() = %+v, want %+v", got, want)
 	}
@@ -246,7 +252,8 @@ func TestBudget(t *testing.T) {
 		fc := clock.NewFake(time.Time{})
 		b := &budget{asked: make(chan struct{}, 4)}
 		b.tokens.Store(tokens)
-		p := mustNew(t, Options{Delay: delay, MaxHedges: 2, Clock: fc, Budget: b})
+		d := newDiscards()
+		p := mustNew(t, Options{Delay: delay, MaxHedges: 2, Clock: fc, Budget: b, Discard: d.discard})
 		h := newHeld()
 		out := runAsync(p, context.Background(), h.next)
 		a0 := <-h.started
@@ -266,6 +273,9 @@ func TestBudget(t *testing.T) {
 		a0.end <- success("primary")
 		<-out
 		h.waitAll()
+		for range tokens { // the hedges that lost are counted once they ended
+			<-d.ch
+		}
 		if got, want := p.Stats(), (Stats{Calls: 1, Hedges: uint64(tokens), Denied: 1}); got != want {
 			t.Errorf("tokens %d: Stats() = %+v, want %+v", tokens, got, want)
 		}
@@ -535,9 +545,10 @@ func (b *refundBudget) Refund() {
 
 // TestHedgeNotSentRefunds has a hedge decide not to send itself
 // (ErrNotSent), while the race is on and once it is over: each time its
-// token goes back to the budget. (A hedge not sent kept its token, so a
-// route whose calls were streams spent its budget on hedges it never
-// sent.)
+// token goes back to the budget and Stats does not count it as a hedge.
+// (A hedge not sent kept its token, so a route whose calls were streams
+// spent its budget on hedges it never sent; then it was still counted in
+// Stats.Hedges, and so in sluice_hedges_total.)
 func TestHedgeNotSentRefunds(t *testing.T) {
 	notSent := sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: fmt.Errorf("a stream: %w", ErrNotSent)}}
 	for _, during := range []bool{true, false} {
@@ -580,7 +591,7 @@ func TestHedgeNotSentRefunds(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("during the race %v: the hedge's token was not given back", during)
 		}
-		if got, want := p.Stats(), (Stats{Calls: 1, Hedges: 1}); got != want {
+		if got, want := p.Stats(), (Stats{Calls: 1}); got != want {
 			t.Errorf("during the race %v: Stats() = %+v, want %+v", during, got, want)
 		}
 		if n := b.tokens.Load(); n != 1 {

@@ -28,6 +28,8 @@
 #   ONLY=h2c H2C=1 scripts/loadtest.sh    # the h2c rounds alone
 #   H2TLS=1 scripts/loadtest.sh    # the TLS rounds' HTTP/2 also on the loops (server.http2.loops), with CPU per request
 #   ONLY=tls H2TLS=1 PERF=1 scripts/loadtest.sh   # those rounds alone, and a profile of the loops' HTTP/2 over TLS
+#   ONLY=tls H2=0 COUNTS=1 scripts/loadtest.sh    # HTTPS HTTP/1.1 alone, with what each request costs the proxy
+#   NGINX_BATCH=1 scripts/loadtest.sh     # the nginx proxy's workers under SCHED_BATCH, as sluice serve runs its threads
 #
 # With H2C=1, HTTP/2 without TLS (prior knowledge, h2load's default for
 # http:// URLs) is measured in rounds of its own, interleaved: nginx
@@ -60,6 +62,16 @@
 # sluice-h2loops is then measured over a fixed H2N HTTP/2 requests over
 # TLS, counting the CPU time its processes spent as the h2c rounds do;
 # PERF=1 then profiles sluice-h2loops under HTTP/2 over TLS as well.
+#
+# With COUNTS=1, every TLS round also loads nginx and sluice (and the
+# baseline) with H1N HTTPS HTTP/1.1 requests (default 40000; h2load --h1,
+# CONNS connections) and counts, per request, what the proxy's processes
+# spent and did: CPU time (user and system, from /proc), context switches
+# (all threads, from /proc) and, when perf can count system calls, futex
+# calls (the Go runtime handing its Ps and threads to each other),
+# nanosleep calls (its monitor thread's naps), epoll_wait calls and all
+# system calls. Counts move less with the machine's other load than
+# requests per second do, and say where a difference comes from.
 #
 # With BASELINE, sluice as built from that git revision runs beside the
 # working tree's, on the same configuration, in every round (the TLS ones
@@ -154,7 +166,14 @@ http {
 }
 NGINX
 nginx -c "$work/upstream.conf"
-nginx -c "$work/nginx.conf"
+# sluice serve runs its threads under SCHED_BATCH (--batch-scheduling);
+# NGINX_BATCH=1 gives the nginx proxy (not the upstream) the same policy,
+# for a comparison in which neither proxy's woken workers preempt the load.
+if [ -n "${NGINX_BATCH:-}" ]; then
+	chrt --batch 0 nginx -c "$work/nginx.conf"
+else
+	nginx -c "$work/nginx.conf"
+fi
 
 cat >"$work/sluice.yaml" <<YAML
 listen: 127.0.0.1:$SL
@@ -205,6 +224,7 @@ if [ -n "${H2C:-}${H2TLS:-}" ]; then
 fi
 if [ -n "${BASELINE:-}" ]; then
 	"$work/sluice-baseline" serve --config "$work/sluice-baseline.yaml" --watch=false 2>"$work/sluice-baseline.log" & pids+=($!)
+	baseline_pid=$!
 fi
 if [ -n "${TRACING:-}" ]; then
 	"$work/otlpsink" "127.0.0.1:$OTLP" >"$work/otlpsink.log" 2>&1 & pids+=($!)
@@ -263,9 +283,56 @@ cpu_ticks() {
 	nginx) ps=$(pgrep -P "$(cat "$work/nginx.pid")") ;;
 	sluice) ps=$sluice_pid ;;
 	sluice-h2loops) ps=$h2loops_pid ;;
+	sluice-baseline) ps=$baseline_pid ;;
 	esac
 	for p in $ps; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s}'
 }
+# proc_pids NAME prints the processes serving NAME, comma-separated.
+proc_pids() {
+	case $1 in
+	nginx) pgrep -P "$(cat "$work/nginx.pid")" | paste -sd, ;;
+	sluice) echo "$sluice_pid" ;;
+	sluice-baseline) echo "$baseline_pid" ;;
+	esac
+}
+# switches NAME prints the context switches (voluntary and not) of every
+# thread of the processes serving NAME.
+switches() {
+	local p
+	for p in $(proc_pids "$1" | tr , ' '); do
+		cat /proc/"$p"/task/*/status | awk '/^(non)?voluntary_ctxt_switches/ {s += $2} END {print s}'
+	done | awk '{s += $1} END {print s}'
+}
+# h1_counts NAME URL loads URL with H1N HTTP/1.1 requests (h2load --h1,
+# CONNS connections) and records, per request, what NAME's processes
+# spent and did: CPU time (ms per 1000), context switches and, with perf,
+# futex, nanosleep (the Go runtime's monitor naps with it), epoll_wait and
+# all system calls.
+h1_counts() {
+	local before after cs0 cs1 out done_ prof=
+	if [ -n "$perf_ok" ]; then
+		perf stat -x, -o "$work/counts.perf" -p "$(proc_pids "$1")" -e context-switches,raw_syscalls:sys_enter \
+			-e syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait 2>/dev/null & prof=$!
+		sleep 0.2
+	fi
+	before=$(cpu_ticks "$1"); cs0=$(switches "$1")
+	out=$(h2load --h1 -c"$CONNS" -n"${H1N:-40000}" "$2")
+	after=$(cpu_ticks "$1"); cs1=$(switches "$1")
+	done_=$(echo "$out" | awk '/^requests:/ {print $8}')
+	local futex=- nap=- epoll=- calls=-
+	if [ -n "$prof" ]; then
+		kill -INT "$prof"; wait "$prof" 2>/dev/null || true
+		read -r futex nap epoll calls < <(awk -F, -v n="$done_" '
+			/sys_enter_futex/ {f = $1} /sys_enter_nanosleep/ {s = $1} /sys_enter_epoll_(p)?wait/ {e += $1} /raw_syscalls/ {c = $1}
+			END {printf "%.3f %.3f %.3f %.2f\n", f / n, s / n, e / n, c / n}' "$work/counts.perf")
+	fi
+	echo "$1 $(( (after - before) * 1000 * 1000 / hz / done_ )) $(awk -v c=$((cs1 - cs0)) -v n="$done_" 'BEGIN {printf "%.3f", c / n}') $futex $nap $epoll $calls" |
+		tee -a "$work/counts" >&2
+}
+perf_ok=
+if [ -n "${COUNTS:-}" ] && perf stat -e syscalls:sys_enter_futex true >/dev/null 2>&1; then
+	perf_ok=1
+fi
 # h2_saturate PHASE NAME URL loads URL at saturation with h2load (CONNS
 # streams in flight as CONNS/STREAMS connections) and records NAME's
 # requests per second and mean latency.
@@ -336,6 +403,9 @@ if [ "$TLS" != 0 ] && [ "$ONLY" != h2c ]; then
 				p=$(echo "$out" | awk '$1=="99%" {print $2}')
 				echo "https $name $r $p" | tee -a "$results" >&2
 			fi
+			if [ -n "${COUNTS:-}" ] && [ "$name" != sluice-h2loops ]; then
+				h1_counts "$name" "https://127.0.0.1:$(tls_port "$name")/"
+			fi
 			[ "$H2" = 0 ] && continue
 			h2_saturate h2 "$name" "https://127.0.0.1:$(tls_port "$name")/"
 			if [ -n "${H2TLS:-}" ] && [ "$name" != sluice-baseline ]; then
@@ -388,6 +458,24 @@ if [ -n "${H2C:-}" ]; then
 	fi
 fi
 
+if [ -s "$work/counts" ]; then
+	echo
+	echo "HTTPS HTTP/1.1, per request over h2load --h1 -n${H1N:-40000} -c$CONNS (medians of the rounds; - without perf):"
+	python3 - "$work/counts" <<'PY'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, *vals = line.split()
+    rows[name].append(vals)
+print(f"{'proxy':16} {'CPU ms/1000':>11} {'switches':>9} {'futex':>7} {'nanosleep':>9} {'epoll_wait':>10} {'syscalls':>9}")
+for name, vals in rows.items():
+    cols = []
+    for col in zip(*vals):
+        xs = [float(x) for x in col if x != "-"]
+        cols.append(f"{statistics.median(xs):.3g}" if xs else "-")
+    print(f"{name:16} {cols[0]:>11} {cols[1]:>9} {cols[2]:>7} {cols[3]:>9} {cols[4]:>10} {cols[5]:>9}")
+PY
+fi
 python3 - "$results" "$RATE" <<'PY'
 import collections, statistics, sys
 def ms(v):

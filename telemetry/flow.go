@@ -7,7 +7,7 @@ import (
 // HedgeState counts what a route's hedging did since it was made.
 type HedgeState struct {
 	// Requests is how many requests were run hedged; Sent how many hedges
-	// (second attempts) were started; Won how many requests a hedge
+	// (second attempts) were sent (see hedge.Stats.Hedges); Won how many requests a hedge
 	// answered; BudgetRefused how many hedges the hedge budget refused.
 	Requests, Sent, Won, BudgetRefused uint64
 }
@@ -55,7 +55,7 @@ func newFlowDescs() flowDescs {
 		hedged: prometheus.NewDesc("sluice_hedged_requests_total",
 			"Requests a route ran hedged (those that may be sent twice), by route.", route, nil),
 		hedges: prometheus.NewDesc("sluice_hedges_total",
-			"Hedges a route sent: second attempts started because the first had not answered after the hedge delay, by route.", route, nil),
+			"Hedges a route sent: second attempts started because the first had not answered after the hedge delay, counted when they end, by route; a hedge due but not sent (its request cannot be sent twice) is not counted.", route, nil),
 		hedgeWins: prometheus.NewDesc("sluice_hedge_wins_total",
 			"Hedged requests that a hedge answered first, by route.", route, nil),
 		hedgeRefused: prometheus.NewDesc("sluice_hedge_budget_exhausted_total",

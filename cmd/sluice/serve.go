@@ -26,16 +26,18 @@ import (
 
 // serve runs the gateway until SIGTERM or SIGINT, reloading on SIGHUP, on a
 // change of the file and on POST /reload. The file is --config FILE or the
-// one argument, sluice.yaml by default.
+// one argument, sluice.yaml by default. Unless --batch-scheduling=false,
+// the process's threads run under SCHED_BATCH (see batchScheduling).
 func serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: sluice serve [--watch=false] [--config] FILE")
+		fmt.Fprintln(fs.Output(), "usage: sluice serve [--watch=false] [--batch-scheduling=false] [--config] FILE")
 		fs.PrintDefaults()
 	}
 	path := fs.String("config", "sluice.yaml", "configuration file (or give it as the argument)")
 	watch := fs.Bool("watch", true, "reload when the configuration file changes")
+	batch := fs.Bool("batch-scheduling", true, "run the gateway's threads under Linux's SCHED_BATCH scheduling policy rather than the normal one (see README, Deploying)")
 	// Flags may come before or after the file.
 	var files []string
 	for {
@@ -70,6 +72,11 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	log := gateway.NewLogger(cfg.Log, stderr)
+	if *batch {
+		if _, err := batchScheduling(); err != nil {
+			log.Warn("running under the normal scheduling policy", "error", err)
+		}
+	}
 	if err := runGateway(context.Background(), *path, cfg, *watch, log, nil); err != nil {
 		log.Error("gateway stopped", "error", err)
 		return 1

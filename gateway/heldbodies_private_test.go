@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+)
+
+// TestReadUpTo reads bodies of known length: whole, in pieces of one
+// byte, and cut short (the bytes that came); its buffer never holds more
+// than twice what arrived past the first firstRead bytes.
+func TestReadUpTo(t *testing.T) {
+	for _, n := range []int{1, firstRead - 1, firstRead, firstRead + 1, 5*firstRead + 3, 1 << 20} {
+		body := bytes.Repeat([]byte("abcdefg"), n/7+1)[:n]
+		for name, r := range map[string]io.Reader{"whole": bytes.NewReader(body), "one byte at a time": iotest.OneByteReader(bytes.NewReader(body))} {
+			if n > 5*firstRead && name != "whole" {
+				continue // a million reads
+			}
+			got, err := readUpTo(r, n, nil)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Errorf("%d bytes, %s: %d bytes, %v", n, name, len(got), err)
+			}
+			if cap(got) != n {
+				t.Errorf("%d bytes, %s: a buffer of %d", n, name, cap(got))
+			}
+		}
+		if got, err := readUpTo(bytes.NewReader(body[:n-1]), n, nil); err != nil || !bytes.Equal(got, body[:n-1]) {
+			t.Errorf("%d bytes announced, one fewer sent: %d bytes, %v, want the %d sent", n, len(got), err, n-1)
+		}
+	}
+	// A reader that sends 1000 bytes of 1 MiB, then fails: the buffer
+	// grew to firstRead, no further.
+	r := io.MultiReader(bytes.NewReader(make([]byte, 1000)), iotest.ErrReader(errors.New("stalled")))
+	if _, err := readUpTo(&capWatch{r: r, max: firstRead}, 1<<20, nil); err == nil || err.Error() != "stalled" {
+		t.Errorf("a stalled body: %v", err)
+	}
+}
+
+// capWatch fails a test-visible way when a read is offered more room than
+// max: readUpTo's buffer grew past what arrived warrants.
+type capWatch struct {
+	r   io.Reader
+	max int
+}
+
+func (c *capWatch) Read(p []byte) (int, error) {
+	if len(p) > c.max {
+		return 0, errors.New("buffer grew before the bytes came")
+	}
+	return c.r.Read(p)
+}
+
+// TestHeldBodiesCountGrowth reads bodies through heldBodies.read: what
+// it counts is the buffer, grown as the bytes come (firstRead for 1000
+// bytes of an announced 1 MiB, not 1 MiB); with no room for the next
+// growth it returns the bytes read so far with errNoRoom, counts nothing
+// for them and counts an overflow; a broken body counts nothing.
+// (A body was counted at its announced length before any of it came.)
+func TestHeldBodiesCountGrowth(t *testing.T) {
+	var h heldBodies
+	const max = 4 * firstRead
+	small := make([]byte, 1000)
+	stalled := io.MultiReader(bytes.NewReader(small), iotest.ErrReader(errors.New("stalled")))
+	if _, n, err := h.read(stalled, 1<<20, max); err == nil || n != 0 || h.bytes.Load() != 0 {
+		t.Errorf("a broken body: counted %d (%d held), %v", n, h.bytes.Load(), err)
+	}
+
+	buf, n, err := h.read(bytes.NewReader(small), 1<<20, max)
+	if err != nil || len(buf) != len(small) || n != firstRead || h.bytes.Load() != firstRead {
+		t.Errorf("1000 bytes of 1 MiB: %d bytes, counted %d (%d held), %v; want %d counted", len(buf), n, h.bytes.Load(), err, firstRead)
+	}
+	body := bytes.Repeat([]byte("x"), 3*firstRead)
+	got, m, err := h.read(bytes.NewReader(body), 1<<20, max)
+	if !errors.Is(err, errNoRoom) || m != 0 || h.bytes.Load() != n || !bytes.Equal(got, body[:2*firstRead]) {
+		t.Errorf("past the bound: %d bytes, counted %d (%d held), %v; want the %d read, errNoRoom", len(got), m, h.bytes.Load(), err, 2*firstRead)
+	}
+	if h.overflows.Load() != 1 {
+		t.Errorf("%d overflows, want 1", h.overflows.Load())
+	}
+	h.release(n)
+	got, m, err = h.read(bytes.NewReader(body), len(body), max)
+	if err != nil || !bytes.Equal(got, body) || m != int64(len(body)) {
+		t.Errorf("with room: %d bytes, counted %d, %v", len(got), m, err)
+	}
+}
