@@ -106,7 +106,7 @@ func (cc *clientConn) serveH2() gnet.Action {
 	core, err := h2loop.NewConn(h2loop.Config{
 		MaxConcurrentStreams: srv.HTTP2.MaxConcurrentStreams,
 		MaxHeaderListSize:    srv.MaxHeaderBytes,
-		StreamWindow:         loopBody,
+		StreamWindow:         srv.HTTP2.MaxStreamBufferBytes,
 		ConnectProtocol:      WebSocketOverHTTP2(),
 	}, h)
 	if err != nil {
