@@ -216,9 +216,8 @@ func (c *grpcCall) readRequest(ctx context.Context, held *heldBodies, maxHeld in
 		return 0, writeGRPCError(c.w, grpcIdleCause(ctx, err)) // errClientBody, errBodyTooLarge or errGRPCIdle
 	}
 	if err != nil || len(b) > maxReplayBody {
-		held.release(n)
-		c.rest = io.MultiReader(bytes.NewReader(b), c.in)
-		return 0, ""
+		c.rest = io.MultiReader(bytes.NewReader(b), c.in) // b stays as long as the call: still counted
+		return n, ""
 	}
 	c.body, c.rest, c.hold = b, nil, true
 	return n, ""

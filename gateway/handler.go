@@ -266,6 +266,7 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int, over bool, he
 		switch {
 		case errors.Is(err, errNoRoom):
 			x.streamBody(ctx, &resumedBody{head: buf, r: stream}, maxBody)
+			x.held, x.heldN = held, n // buf stays with x while it streams
 		case err != nil || len(buf) < cl:
 			held.release(n)
 			writeError(ctx, fasthttp.StatusBadRequest, "body_unreadable", 0)

@@ -47,10 +47,11 @@ var errNoRoom = errors.New("gateway: no room to hold the request body")
 // read reads a body from r to hold it: until r ends or n bytes have come
 // (see readUpTo), counting its buffer against max as the buffer grows. It
 // returns the bytes read and how many bytes h counts for them, to release
-// once the body is no longer held. On an error it counts nothing; when h
-// refuses the buffer room (an overflow), the error is errNoRoom and the
-// bytes read so far are returned, to be sent before the rest of r
-// (resumedBody).
+// once the body is no longer held. On an error of r it counts nothing;
+// when h refuses the buffer room (an overflow), the error is errNoRoom and
+// the bytes read so far are returned, to be sent before the rest of r
+// (resumedBody), still counted: their buffer stays in memory as long as
+// the request that streams them.
 func (h *heldBodies) read(r io.Reader, n int, max int64) (buf []byte, counted int64, err error) {
 	buf, err = readUpTo(r, n, func(k int) bool {
 		if !h.reserve(int64(k), max) {
@@ -59,7 +60,7 @@ func (h *heldBodies) read(r io.Reader, n int, max int64) (buf []byte, counted in
 		counted += int64(k)
 		return true
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errNoRoom) {
 		h.release(counted)
 		counted = 0
 	}

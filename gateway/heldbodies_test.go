@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,6 +196,72 @@ func TestHeldBodiesCountArrivals(t *testing.T) {
 				}
 				stop()
 				eventually(t, "the trickle's buffer given back", func() bool { return heldBytes(t, gw) == 0 })
+				checkOverflows(t, gw, "at the end", 1)
+			})
+		}
+	})
+}
+
+// TestHeldBodiesCountStreamedHead, on every HTTP/2 engine and over
+// HTTP/1.1, with server.max_held_body_bytes 48 KiB: a client announces a
+// body of 1 MiB and sends 40 KiB of it; its buffer grows to 32 KiB, has
+// no room to grow to 64 KiB, and the body streams, the 32 KiB read first,
+// then the rest. The 32 KiB buffer stays with the request while the rest
+// streams, so held still counts it (sluice_held_body_bytes 32 KiB while
+// the target reads on), until the request ends. (Its count was given back
+// as the body began to stream: each such request kept up to 512 KiB that
+// the bound did not count, as many as the clients had streams.)
+func TestHeldBodiesCountStreamedHead(t *testing.T) {
+	const sent = 40 << 10
+	forH2Engines(t, func(t *testing.T, engine string) {
+		for _, proto := range []string{"h1", "h2c"} {
+			if proto == "h1" && h2LoopsOn {
+				continue // HTTP/1.1 is served as in the loop round
+			}
+			t.Run(proto, func(t *testing.T) {
+				var got atomic.Int64
+				up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+					buf := make([]byte, 4<<10)
+					for {
+						n, err := r.Body.Read(buf)
+						got.Add(int64(n))
+						if err != nil {
+							return
+						}
+					}
+				})
+				gw := retryGateway(t, engine, "max_held_body_bytes: 49152", up.URL, "r", "")
+				c := protoClient(t, proto, nil, "")
+
+				ctx, cancel := context.WithCancel(context.Background())
+				pr, pw := io.Pipe()
+				trickle, err := http.NewRequestWithContext(ctx, http.MethodPut, gw.URL+"/trickle", pr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				trickle.ContentLength = 1 << 20
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					if resp, err := c.Do(trickle); err == nil {
+						resp.Body.Close()
+					}
+				}()
+				stop := sync.OnceFunc(func() {
+					pw.CloseWithError(errors.New("the trickle is over"))
+					cancel()
+					<-done
+				})
+				defer stop()
+				if _, err := pw.Write(patternBody(sent)); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "the bytes sent streamed to the target", func() bool { return got.Load() == sent })
+				if held := heldBytes(t, gw); held != 32<<10 {
+					t.Errorf("while the body streams, %v bytes held, want its 32 KiB buffer", held)
+				}
+				stop()
+				eventually(t, "the buffer given back", func() bool { return heldBytes(t, gw) == 0 })
 				checkOverflows(t, gw, "at the end", 1)
 			})
 		}

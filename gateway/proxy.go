@@ -72,8 +72,8 @@ type exchange struct {
 	https   bool              // the client came over TLS: X-Forwarded-Proto is https unless a trusted proxy said
 	ready   bool              // req's headers are prepared for the upstream
 	body    []byte            // the replayable body; nil when streamed
-	held    *heldBodies       // counts body's length (reset releases it); nil when not held
-	heldN   int64             // the length held counts
+	held    *heldBodies       // counts body's buffer, or that of stream's first bytes (reset releases it); nil: none
+	heldN   int64             // the bytes held counts
 	stream  io.Reader         // the body when not replayable
 	sent    bool              // stream was given to an attempt
 	final   bool              // a failed attempt must not be retried
