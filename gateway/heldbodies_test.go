@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/sluicehq/sluice/clock"
 )
@@ -265,5 +266,45 @@ func TestHeldBodiesCountStreamedHead(t *testing.T) {
 				checkOverflows(t, gw, "at the end", 1)
 			})
 		}
+	})
+}
+
+// TestHeldBodiesGRPCCountsItsLength makes, on a retrying route with
+// server.max_held_body_bytes 24 KiB, a unary call that the target holds
+// open, then, beside it, one whose first attempt fails UNAVAILABLE: the
+// first call's request, of a few bytes, is held (and counted) at its
+// length, so the second one's is held too and retried (OK), no overflow.
+// (A request of unknown length is read into a first buffer of 16 KiB,
+// which the call kept, and held counted, to its end: the second call had
+// no room, streamed once, and failed; each held call took 16 KiB of the
+// bound however short its request.)
+func TestHeldBodiesGRPCCountsItsLength(t *testing.T) {
+	forH2Engines(t, func(t *testing.T, engine string) {
+		up := startGRPCUpstream(t)
+		gw := retryGateway(t, engine, "max_held_body_bytes: 24576", "http://"+up.addr, "grpc", "    grpc: {idempotent: [/grpc.testing.TestService/UnaryCall]}\n")
+		c := grpcClient(t, gw.Addr)
+		ctx, cancel := context.WithCancel(callCtx(t))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = c.UnaryCall(ctx, &testgrpc.SimpleRequest{Payload: payload([]byte("block"))})
+		}()
+		defer func() { cancel(); <-done }()
+		select {
+		case <-up.blocked:
+		case <-time.After(waitLimit):
+			t.Fatal("the first call did not reach the target")
+		}
+		if held := heldBytes(t, gw); held == 0 || held > 64 {
+			t.Errorf("a call of a few bytes in flight: %v bytes held, want its length", held)
+		}
+		up.failFirst.Store(1)
+		if st, _ := unary(t, c, "retried"); st.Code() != codes.OK {
+			t.Errorf("the second call: %v, want OK (held, retried)", st)
+		}
+		cancel()
+		<-done
+		eventually(t, "the first call's request given back", func() bool { return heldBytes(t, gw) == 0 })
+		checkOverflows(t, gw, "at the end", 0)
 	})
 }
