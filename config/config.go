@@ -188,7 +188,7 @@ type Server struct {
 	// request on a route that retries), counted as their buffers grow
 	// while their bytes arrive, not at their announced length. A body
 	// whose buffer would pass it streams once instead (the bytes read
-	// first, still counted until the request ends, then the rest) and its
+	// first, still counted until they are sent, then the rest) and its
 	// request is not retried, as Envoy's
 	// retry buffer limit does; the request is still served. 0 holds none.
 	// Default 64 MiB.

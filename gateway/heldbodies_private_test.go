@@ -96,3 +96,28 @@ func TestHeldBodiesCountGrowth(t *testing.T) {
 type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestResumedBodyReleasesOnce reads a resumedBody: its head, then the
+// rest, whole and in order; what held counts for the head is given back
+// once the head has been read, and release after that gives back nothing
+// more (nor does it for a body released before its head was read).
+func TestResumedBodyReleasesOnce(t *testing.T) {
+	var h heldBodies
+	h.reserve(2*firstRead, 2*firstRead)
+	b := newResumedBody([]byte("head "), iotest.OneByteReader(bytes.NewReader([]byte("rest"))), &h, firstRead)
+	p := make([]byte, 3)
+	if n, err := b.Read(p); n != 3 || err != nil || h.bytes.Load() != 2*firstRead {
+		t.Fatalf("first read: %d, %v, %d held", n, err, h.bytes.Load())
+	}
+	got, err := io.ReadAll(io.MultiReader(bytes.NewReader(p), b))
+	if string(got) != "head rest" || err != nil || h.bytes.Load() != firstRead {
+		t.Errorf("read %q, %v; %d held, want \"head rest\" and %d", got, err, h.bytes.Load(), firstRead)
+	}
+	b.release()
+	unread := newResumedBody([]byte("head"), bytes.NewReader(nil), &h, firstRead)
+	unread.release()
+	unread.release()
+	if h.bytes.Load() != 0 {
+		t.Errorf("%d held after the releases, want 0", h.bytes.Load())
+	}
+}

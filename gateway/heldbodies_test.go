@@ -204,14 +204,17 @@ func TestHeldBodiesCountArrivals(t *testing.T) {
 }
 
 // TestHeldBodiesCountStreamedHead, on every HTTP/2 engine and over
-// HTTP/1.1, with server.max_held_body_bytes 48 KiB: a client announces a
-// body of 1 MiB and sends 40 KiB of it; its buffer grows to 32 KiB, has
-// no room to grow to 64 KiB, and the body streams, the 32 KiB read first,
-// then the rest. The 32 KiB buffer stays with the request while the rest
-// streams, so held still counts it (sluice_held_body_bytes 32 KiB while
-// the target reads on), until the request ends. (Its count was given back
-// as the body began to stream: each such request kept up to 512 KiB that
-// the bound did not count, as many as the clients had streams.)
+// HTTP/1.1, with server.max_held_body_bytes 48 KiB and a concurrency
+// limit of one slot and a queue: a client announces a body of 1 MiB and
+// sends 40 KiB of it; its buffer grows to 32 KiB, has no room to grow to
+// 64 KiB, and the body streams, the 32 KiB read first, then the rest.
+// While the request waits in the queue (another holds the slot) it keeps
+// the 32 KiB, and held counts them (sluice_held_body_bytes 32 KiB); once
+// they are sent upstream they are let go, and no longer counted, though
+// the rest still streams. (Their count was given back as the body began
+// to stream, while the request kept them until it ended: each such
+// request kept up to 512 KiB that the bound did not count, as many as
+// the clients had streams.)
 func TestHeldBodiesCountStreamedHead(t *testing.T) {
 	const sent = 40 << 10
 	forH2Engines(t, func(t *testing.T, engine string) {
@@ -221,7 +224,17 @@ func TestHeldBodiesCountStreamedHead(t *testing.T) {
 			}
 			t.Run(proto, func(t *testing.T) {
 				var got atomic.Int64
+				arrived, release := make(chan struct{}), make(chan struct{})
+				free := sync.OnceFunc(func() { close(release) })
 				up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/block" {
+						close(arrived)
+						select {
+						case <-release:
+						case <-r.Context().Done():
+						}
+						return
+					}
 					buf := make([]byte, 4<<10)
 					for {
 						n, err := r.Body.Read(buf)
@@ -231,8 +244,17 @@ func TestHeldBodiesCountStreamedHead(t *testing.T) {
 						}
 					}
 				})
-				gw := retryGateway(t, engine, "max_held_body_bytes: 49152", up.URL, "r", "")
+				gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_held_body_bytes: 49152}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: r, upstream: up, policies: {concurrency: {max: 1, queue: 1}}}
+`, engine, up.URL))
 				c := protoClient(t, proto, nil, "")
+				blocked := make(chan result, 1)
+				go func() { blocked <- do(t, c, http.MethodGet, gw.URL+"/block", nil, nil) }()
+				awaitClosed(t, arrived, "the request that holds the slot")
 
 				ctx, cancel := context.WithCancel(context.Background())
 				pr, pw := io.Pipe()
@@ -249,20 +271,24 @@ func TestHeldBodiesCountStreamedHead(t *testing.T) {
 					}
 				}()
 				stop := sync.OnceFunc(func() {
+					free()
 					pw.CloseWithError(errors.New("the trickle is over"))
 					cancel()
 					<-done
+					<-blocked
 				})
 				defer stop()
 				if _, err := pw.Write(patternBody(sent)); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "the bytes sent streamed to the target", func() bool { return got.Load() == sent })
+				eventually(t, "the trickle queued", func() bool { return gw.routeStatus(t, "r").ConcurrencyQueued == 1 })
 				if held := heldBytes(t, gw); held != 32<<10 {
-					t.Errorf("while the body streams, %v bytes held, want its 32 KiB buffer", held)
+					t.Errorf("while the body waits in the queue, %v bytes held, want its 32 KiB buffer", held)
 				}
+				free()
+				eventually(t, "the bytes sent streamed to the target", func() bool { return got.Load() == sent })
+				eventually(t, "the buffer given back once sent", func() bool { return heldBytes(t, gw) == 0 })
 				stop()
-				eventually(t, "the buffer given back", func() bool { return heldBytes(t, gw) == 0 })
 				checkOverflows(t, gw, "at the end", 1)
 			})
 		}

@@ -72,9 +72,10 @@ type exchange struct {
 	https   bool              // the client came over TLS: X-Forwarded-Proto is https unless a trusted proxy said
 	ready   bool              // req's headers are prepared for the upstream
 	body    []byte            // the replayable body; nil when streamed
-	held    *heldBodies       // counts body's buffer, or that of stream's first bytes (reset releases it); nil: none
-	heldN   int64             // the bytes held counts
+	held    *heldBodies       // counts body's length (reset releases it); nil when not held
+	heldN   int64             // the length held counts
 	stream  io.Reader         // the body when not replayable
+	resumed *resumedBody      // stream's first bytes, read before held had no room (reset releases them); nil: none
 	sent    bool              // stream was given to an attempt
 	final   bool              // a failed attempt must not be retried
 	trusted bool              // the client is a trusted proxy: its X-Forwarded-Proto and -Host stand
@@ -93,6 +94,9 @@ type exchange struct {
 func (x *exchange) reset() *exchange {
 	if x.held != nil {
 		x.held.release(x.heldN)
+	}
+	if x.resumed != nil {
+		x.resumed.release()
 	}
 	*x = exchange{xff: x.xff[:0], watch: x.watch}
 	x.watch.cut = upstream.Interrupt{}
