@@ -241,14 +241,16 @@ type HTTP2 struct {
 	// handful per page. Default 100, at most 10000.
 	MaxWebSocketsPerConnection int `yaml:"max_websockets_per_connection"`
 	// Loops serves h2c (prior knowledge) and HTTP/2 over TLS (ALPN h2) on
-	// the event loops rather than on net/http's HTTP/2 server: an
-	// experiment, off by default, for server.engine loop. The loops serve
-	// the requests they serve as HTTP/1.1 (a body of known length up to
-	// 64 KiB, a route that decides at once) themselves, and every other
-	// stream (gRPC, WebSocket over HTTP/2, larger or streamed bodies,
-	// request trailers, streamed answers) through a goroutine bridged to
-	// the loop, with a stream window of 64 KiB. The plaintext listener's
-	// Upgrade to h2c stays on net/http's.
+	// the event loops rather than on net/http's HTTP/2 server. Default true
+	// with server.engine loop, false with goroutine; it has effect only
+	// with server.engine loop on Linux (elsewhere net/http's HTTP/2 server
+	// serves HTTP/2), and false there brings net/http's HTTP/2 server back.
+	// The loops serve the requests they serve as HTTP/1.1 (a body of known
+	// length up to 64 KiB, a route that decides at once) themselves, and
+	// every other stream (gRPC, WebSocket over HTTP/2, larger or streamed
+	// bodies, request trailers, streamed answers) through a goroutine
+	// bridged to the loop. The plaintext listener's Upgrade to h2c stays
+	// on net/http's.
 	Loops bool `yaml:"loops"`
 }
 

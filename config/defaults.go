@@ -52,6 +52,12 @@ func (d defaults) dur(path string, p *Duration, v time.Duration) {
 	}
 }
 
+func (d defaults) bool(path string, b *bool, v bool) {
+	if !d.given[path] {
+		*b = v
+	}
+}
+
 func (d defaults) config(c *Config) {
 	d.str("listen", &c.Listen, DefaultListen)
 	d.str("admin.listen", &c.Admin.Listen, DefaultAdminListen)
@@ -81,6 +87,7 @@ func (d defaults) config(c *Config) {
 	d.int("server.http2.max_concurrent_streams", &c.Server.HTTP2.MaxConcurrentStreams, 250)
 	d.int("server.http2.max_stream_buffer_bytes", &c.Server.HTTP2.MaxStreamBufferBytes, 1<<20)
 	d.int("server.http2.max_websockets_per_connection", &c.Server.HTTP2.MaxWebSocketsPerConnection, 100)
+	d.bool("server.http2.loops", &c.Server.HTTP2.Loops, c.Server.Engine == "loop")
 	if c.TLS != nil {
 		d.str("tls.min_version", &c.TLS.MinVersion, "1.2")
 	}

@@ -88,7 +88,7 @@ routes: [{name: r, upstream: a}]
 		{"stream buffer", c.Server.HTTP2.MaxStreamBufferBytes, 1 << 20},
 		{"websockets per connection", c.Server.HTTP2.MaxWebSocketsPerConnection, 100},
 		{"held bodies", c.Server.MaxHeldBodyBytes, 64 << 20},
-		{"h2c on the loops", c.Server.HTTP2.Loops, false},
+		{"HTTP/2 on the loops", c.Server.HTTP2.Loops, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -119,4 +119,36 @@ func textPos(t *testing.T, src, text string) string {
 	line := strings.Count(src[:i], "\n") + 1
 	col := i - strings.LastIndex(src[:i], "\n")
 	return fmt.Sprintf("c.yaml:%d:%d: ", line, col)
+}
+
+// TestHTTP2LoopsDefault: server.http2.loops defaults to true with the loop
+// engine and to false with the goroutine engine, and a value the file
+// gives, false included, is kept.
+func TestHTTP2LoopsDefault(t *testing.T) {
+	cases := []struct {
+		server string
+		want   bool
+	}{
+		{"{}", true},
+		{"{engine: loop}", true},
+		{"{engine: goroutine}", false},
+		{"{http2: {loops: false}}", false},
+		{"{engine: loop, http2: {loops: false}}", false},
+		{"{engine: loop, http2: {loops: true}}", true},
+		{"{engine: loop, http2: {loops: null}}", true},
+		{"{engine: goroutine, http2: {loops: true}}", true},
+	}
+	for _, tc := range cases {
+		c, err := config.Parse("h2.yaml", []byte(`
+server: `+tc.server+`
+upstreams: {a: {targets: ["http://127.0.0.1:1"]}}
+routes: [{name: r, upstream: a}]
+`))
+		if err != nil {
+			t.Fatalf("server %s: %v", tc.server, err)
+		}
+		if got := c.Server.HTTP2.Loops; got != tc.want {
+			t.Errorf("server %s: http2.loops = %v, want %v", tc.server, got, tc.want)
+		}
+	}
 }

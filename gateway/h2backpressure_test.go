@@ -61,10 +61,14 @@ func TestHTTP2Backpressure(t *testing.T) {
 		checkLeaks(t) // first: it checks after the upstream has closed
 		ca := testpki.NewCA(t)
 		var down, up *stallWatch
-		release := make(chan struct{})
+		release, ended := make(chan struct{}), make(chan struct{})
 		upstream := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost {
-				<-release
+				select {
+				case <-release:
+				case <-ended: // the test failed before release
+					return
+				}
 				n, err := io.Copy(io.Discard, r.Body)
 				fmt.Fprintf(w, "%d %v", n, err)
 				return
@@ -80,6 +84,7 @@ func TestHTTP2Backpressure(t *testing.T) {
 		upstream.Config.ConnState = smallBuffers
 		upstream.Start()
 		t.Cleanup(upstream.Close)
+		t.Cleanup(func() { close(ended) }) // before upstream.Close, which waits for the handlers
 		tg := startGateway(t, parseConfig(t, tlsGatewayConfig, engine, certList(ca.Server("127.0.0.1")), upstream.URL, ""))
 		tlsAddr := serveTLS(t, tg)
 		for _, tc := range []struct{ client, url string }{{"h2", "https://" + tlsAddr}, {"h2c", tg.URL}} {

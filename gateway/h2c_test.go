@@ -170,11 +170,6 @@ routes:
 			http2.SettingMaxConcurrentStreams: 7,
 			http2.SettingInitialWindowSize:    131072,
 		}
-		if h2LoopsOn {
-			// The loops' stream window is theirs: 64 KiB, within the
-			// buffer's bound.
-			want[http2.SettingInitialWindowSize] = 64 << 10
-		}
 		for id, v := range want {
 			if got, ok := sf.Value(id); !ok || got != v {
 				t.Errorf("%v = %d (%v), want %d", id, got, ok, v)

@@ -62,8 +62,9 @@ type loopEngine struct {
 
 	conns     atomic.Int64 // client connections on the loops
 	handovers atomic.Uint64
-	tlsConns  atomic.Uint64 // TLS connections the loops took (see serveTLS)
-	streams   sync.WaitGroup
+	tlsConns  atomic.Uint64  // TLS connections the loops took (see serveTLS)
+	streams   sync.WaitGroup // responses streaming from goroutines
+	bridged   sync.WaitGroup // bridged HTTP/2 streams' goroutines (see h2Bridge)
 	draining  atomic.Bool
 	// enrolling is held to read draining and take a TLS connection (see
 	// serveTLS), and to set draining: a connection taken is counted in
@@ -150,8 +151,13 @@ func (e *loopEngine) serve(ln net.Listener) error {
 }
 
 // shutdown waits for the loops' connections to finish their requests and
-// close, and for responses streaming from goroutines, or for ctx to end;
-// then it stops the loops, closing what is left. The goroutine engine's
+// close, and for responses streaming from goroutines and bridged HTTP/2
+// streams, or for ctx to end. Past ctx's end it sends the WebSockets
+// still open away (a close frame 1001 each way, see tunnels.goAway) and
+// waits, at most wsAwayWait, for the connections that carried them to
+// close once those frames are sent. Then it stops the loops, closing what
+// is left, and waits, at most bridgeEndWait, for the bridged streams'
+// goroutines, which that cancelled, to end. The goroutine engine's
 // connections are fasthttp's to drain.
 func (e *loopEngine) shutdown(ctx context.Context) error {
 	e.enrolling.Lock()
@@ -163,7 +169,7 @@ func (e *loopEngine) shutdown(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	streamed := make(chan struct{})
-	go func() { e.streams.Wait(); close(streamed) }()
+	go func() { e.streams.Wait(); e.bridged.Wait(); close(streamed) }()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	var err error
@@ -183,12 +189,43 @@ wait:
 			err = ctx.Err()
 		}
 	}
-	if err != nil {
-		// The WebSockets on the loops' HTTP/2 streams get their close
-		// frames before the loops stop (see tunnels.goAway).
-		e.g.tunnels.goAway()
+	if err != nil && e.g.tunnels.goAway() > 0 {
+		// The WebSockets on the loops' HTTP/2 streams were sent away (a
+		// close frame 1001 each way, see tunnels.goAway): their streams
+		// end, and connections that carry nothing else close by
+		// themselves once their output is sent.
+		e.awaitConns(wsAwayWait)
 	}
-	return errors.Join(err, e.cli.Stop())
+	err = errors.Join(err, e.cli.Stop())
+	// Stopping closed the connections left, cancelling their bridged
+	// streams, whose goroutines then end at once.
+	bridged := make(chan struct{})
+	go func() { e.bridged.Wait(); close(bridged) }()
+	t := time.NewTimer(bridgeEndWait)
+	defer t.Stop()
+	select {
+	case <-bridged:
+	case <-t.C:
+		err = errors.Join(err, errBridgedLeft)
+	}
+	return err
+}
+
+// bridgeEndWait bounds shutdown's wait, once the loops have stopped, for
+// the goroutines of the bridged HTTP/2 streams they cancelled to end.
+const bridgeEndWait = time.Second
+
+// errBridgedLeft is shutdown's error when goroutines of bridged HTTP/2
+// streams (see h2Bridge) did not end within bridgeEndWait of the loops
+// stopping.
+var errBridgedLeft = errors.New("gateway: bridged HTTP/2 streams still served after the loops stopped")
+
+// awaitConns waits, at most d, for the loops' client connections to close.
+func (e *loopEngine) awaitConns(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for e.conns.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // execute runs fn on l's loop.

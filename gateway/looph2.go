@@ -106,7 +106,7 @@ func (cc *clientConn) serveH2() gnet.Action {
 	core, err := h2loop.NewConn(h2loop.Config{
 		MaxConcurrentStreams: srv.HTTP2.MaxConcurrentStreams,
 		MaxHeaderListSize:    srv.MaxHeaderBytes,
-		StreamWindow:         loopBody,
+		StreamWindow:         srv.HTTP2.MaxStreamBufferBytes,
 		ConnectProtocol:      WebSocketOverHTTP2(),
 	}, h)
 	if err != nil {
@@ -156,7 +156,9 @@ func (h *loopH2) traffic() gnet.Action {
 	h.feeding = true
 	n := h.core.Feed(buf)
 	h.feeding = false
-	_, _ = c.Discard(n)
+	if n > 0 {
+		_, _ = c.Discard(n) // gnet's Discard(0) drops every byte buffered
+	}
 	if h.l.e.draining.Load() {
 		h.core.Shutdown()
 	}

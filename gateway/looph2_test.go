@@ -21,20 +21,20 @@ import (
 )
 
 // h2LoopsGateway starts a gateway on the loop engine with h2c on the
-// loops (server.http2.loops): the routes in YAML (routes, or ""), then one
-// route "all" to up.
+// loops (server.http2.loops) and a stream window of 64 KiB: the routes in
+// YAML (routes, or ""), then one route "all" to up.
 func h2LoopsGateway(t *testing.T, up *upstream, routes string) *testGateway {
 	t.Helper()
 	tg := startGateway(t, parseConfig(t, `
-server: {engine: loop, http2: {loops: true}}
+server: {engine: loop, http2: {loops: true, max_stream_buffer_bytes: 65536}}
 upstreams:
   up: {targets: ["%s"]}
 routes:
 %s  - name: all
     upstream: up
 `, up.URL, routes))
-	if w := h2Settings(t, tg.Addr)[http2.SettingInitialWindowSize]; w != 64<<10 {
-		t.Fatalf("the h2c connection's stream window is %d: not the loops' (64 KiB)", w)
+	if _, netHTTP := h2Settings(t, tg.Addr)[http2.SettingMaxFrameSize]; netHTTP {
+		t.Fatal("the h2c connection is net/http's HTTP/2 server's, not the loops'")
 	}
 	return tg
 }
@@ -388,14 +388,29 @@ func TestH2LoopsShutdown(t *testing.T) {
 	<-stopped
 }
 
-// TestH2LoopsOffByDefault checks that the switch is off by default: h2c
-// goes to net/http's HTTP/2 server, whose stream window is
-// server.http2.max_stream_buffer_bytes (1 MiB), not the loops' 64 KiB.
-func TestH2LoopsOffByDefault(t *testing.T) {
+// TestH2LoopsOnByDefault checks that the loops serve h2c by default on
+// the loop engine (their SETTINGS lack SETTINGS_MAX_FRAME_SIZE, which
+// net/http's HTTP/2 server sends), and that server.http2.loops false gives
+// it to net/http's HTTP/2 server; both give
+// server.http2.max_stream_buffer_bytes (1 MiB) as the stream window.
+func TestH2LoopsOnByDefault(t *testing.T) {
 	up := startUpstream(t, "up", nil)
-	tg := gatewayTo(t, "loop", up.addr())
-	if w := h2Settings(t, tg.Addr)[http2.SettingInitialWindowSize]; w != 1<<20 {
-		t.Fatalf("stream window %d: not net/http's", w)
+	for _, c := range []struct{ http2, want string }{{"{}", "loops"}, {"{loops: false}", "net/http"}} {
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: loop, http2: %s}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, c.http2, up.URL))
+		settings := h2Settings(t, tg.Addr)
+		got := "loops"
+		if _, ok := settings[http2.SettingMaxFrameSize]; ok {
+			got = "net/http"
+		}
+		if got != c.want || settings[http2.SettingInitialWindowSize] != 1<<20 {
+			t.Errorf("http2 %s: served by %s, stream window %d; want %s, 1 MiB", c.http2, got, settings[http2.SettingInitialWindowSize], c.want)
+		}
 	}
 }
 

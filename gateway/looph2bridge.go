@@ -37,8 +37,10 @@ const bridgeChunk = 16 << 10
 // bridgeWriter. The goroutine never touches the connection: it hands its
 // answer's parts to the loop, a task on the loop's queue, and waits while
 // bridgeAhead bytes of them are not sent yet; it reads the body the loop
-// fed, and the loop opens the stream's window by what it read (HTTP/2
-// flow control paces the client as the upstream takes the body). A client
+// fed, and the loop opens the stream's window, and the connection's, by
+// what it read (HTTP/2 flow control paces the client as the upstream takes
+// the body, and a connection holds at most h2loop's ConnWindow of bodies
+// not read). A client
 // that resets the stream, or whose connection closes, cancels the
 // request's context and fails the goroutine's reads and writes.
 type h2Bridge struct {
@@ -146,6 +148,7 @@ func (h *loopH2) bridge(s *h2loop.Stream, whole bool) {
 		b.inEnd, b.trailer = true, s.Trailer
 	}
 	w := &bridgeWriter{b: b, head: http.Header{}, method: s.Method}
+	h.l.e.bridged.Add(1)
 	go b.serve(w, r) // it ends with its stream, or its connection (see h2Bridge)
 }
 
@@ -223,6 +226,7 @@ func (h *loopH2) remoteAddr() string {
 
 // serve runs the handler through w.
 func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request) {
+	defer b.h.l.e.bridged.Done()
 	defer b.cancel()
 	b.answer(w, func() { b.h.l.e.g.h2.ServeHTTP(w, r) })
 }

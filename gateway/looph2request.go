@@ -20,12 +20,14 @@ import (
 // net/http's HTTP/2 path leaves them) and te (only "trailers", which is
 // hop-by-hop), and the body's length; then the body. It reports false when
 // the request is not one the loops serve (see http1.ParseRequest), has
-// trailers, names no host (the net/http path answers it 400), or names a
-// second host: a host field that is not its :authority (or the first host
-// field) in any case, which nginx and the gateway's net/http path refuse
-// (see oneHost).
+// trailers or a :path that is no absolute path or that no request line
+// holds (see lineTarget), names no host, or names a second host: a host
+// field that is not its :authority (or the first host field) in any case,
+// which nginx and the gateway's net/http path refuse (see oneHost). The
+// bridge then serves it, and the gateway answers as on net/http's HTTP/2
+// server (400 for a :path or host it refuses, or no host).
 func h2Request(cc *clientConn, s *h2loop.Stream) bool {
-	if s.Trailer != nil {
+	if s.Trailer != nil || s.Path[0] != '/' || !lineTarget(s.Path) {
 		return false
 	}
 	host := s.Authority

@@ -31,10 +31,11 @@ func h2TLSDial(t *testing.T, addr string, ca *testpki.CA) *h2Client {
 	return h2Start(t, c)
 }
 
-// h2StreamWindow returns the stream window the gateway's first SETTINGS
-// give on fr: 64 KiB on the loops, server.http2.max_stream_buffer_bytes
-// (1 MiB) on net/http's HTTP/2 server.
-func h2StreamWindow(t *testing.T, fr *h2Client) uint32 {
+// h2Server names the HTTP/2 server whose first SETTINGS come on fr:
+// "net/http" (its HTTP/2 server sends SETTINGS_MAX_FRAME_SIZE) or "loops"
+// (which do not); both give server.http2.max_stream_buffer_bytes as the
+// stream window.
+func h2Server(t *testing.T, fr *h2Client) string {
 	t.Helper()
 	f, err := fr.ReadFrame()
 	if err != nil {
@@ -44,8 +45,13 @@ func h2StreamWindow(t *testing.T, fr *h2Client) uint32 {
 	if !ok {
 		t.Fatalf("first frame %T, want SETTINGS", f)
 	}
-	w, _ := sf.Value(http2.SettingInitialWindowSize)
-	return w
+	if w, _ := sf.Value(http2.SettingInitialWindowSize); w != 1<<20 {
+		t.Errorf("stream window %d, want server.http2.max_stream_buffer_bytes, 1 MiB", w)
+	}
+	if _, ok := sf.Value(http2.SettingMaxFrameSize); ok {
+		return "net/http"
+	}
+	return "loops"
 }
 
 // TestH2LoopsOverTLS serves Go's HTTP/2 client over TLS (ALPN h2) with
@@ -57,12 +63,12 @@ func h2StreamWindow(t *testing.T, fr *h2Client) uint32 {
 func TestH2LoopsOverTLS(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		tg, addr, ca := loopTLSGateway(t, engine, ", http2: {loops: true}")
-		window, taken := uint32(1<<20), uint64(0)
+		server, taken := "net/http", uint64(0)
 		if engine == "loop" {
-			window, taken = 64<<10, 2 // the settings' and the client's
+			server, taken = "loops", 2 // the settings' and the client's
 		}
-		if w := h2StreamWindow(t, h2TLSDial(t, addr, ca)); w != window {
-			t.Errorf("stream window %d, want %d", w, window)
+		if got := h2Server(t, h2TLSDial(t, addr, ca)); got != server {
+			t.Errorf("served by %s, want %s", got, server)
 		}
 		c := protoClient(t, "h2", ca.Pool, "")
 		for i := range 3 {
@@ -95,12 +101,12 @@ func TestH2LoopsOverTLS(t *testing.T) {
 	})
 }
 
-// TestH2LoopsOverTLSOff leaves server.http2.loops off: HTTP/2 over TLS
+// TestH2LoopsOverTLSOff turns server.http2.loops off: HTTP/2 over TLS
 // stays on net/http's HTTP/2 server, while the loops take HTTP/1.1.
 func TestH2LoopsOverTLSOff(t *testing.T) {
-	tg, addr, ca := loopTLSGateway(t, "loop", "")
-	if w := h2StreamWindow(t, h2TLSDial(t, addr, ca)); w != 1<<20 {
-		t.Errorf("stream window %d: not net/http's", w)
+	tg, addr, ca := loopTLSGateway(t, "loop", ", http2: {loops: false}")
+	if got := h2Server(t, h2TLSDial(t, addr, ca)); got != "net/http" {
+		t.Errorf("served by %s, want net/http", got)
 	}
 	r := do(t, protoClient(t, "h2", ca.Pool, ""), "GET", "https://"+addr+"/a", nil, nil)
 	if r.Code != 200 || r.Body != "GET /a https 0" {
@@ -153,8 +159,8 @@ func TestH2LoopsOverTLSCloseNotify(t *testing.T) {
 	_, addr, ca := loopTLSGateway(t, "loop", ", http2: {loops: true}")
 	c, _ := dialTLS(t, addr, ca.Pool, "h2")
 	fr := h2Start(t, c)
-	if w := h2StreamWindow(t, fr); w != 64<<10 {
-		t.Fatalf("stream window %d: not the loops'", w)
+	if got := h2Server(t, fr); got != "loops" {
+		t.Fatalf("served by %s, want the loops", got)
 	}
 	if err := c.CloseWrite(); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sluicehq/sluice/internal/wstunnel"
@@ -14,9 +15,9 @@ type tunnels struct {
 	mu      sync.Mutex // protects the fields below
 	n       int        // handshakes accepted (begin) and not yet ended
 	open    map[*wstunnel.Tunnel]struct{}
-	closing bool          // Shutdown began: a new tunnel goes away at once
-	empty   chan struct{} // closed when n reaches zero while closing
-	away    int           // tunnels goAway sent away
+	closing bool               // Shutdown began: a new tunnel goes away at once
+	empty   chan struct{}      // closed when n reaches zero while closing
+	away    []*wstunnel.Tunnel // tunnels sent away (see sendAway)
 	// perConn counts the WebSockets over HTTP/2 each connection carries
 	// (see admit), by connKey; a connection carrying none has no entry.
 	perConn map[connKey]int
@@ -109,7 +110,7 @@ func (ts *tunnels) shutdown(ctx context.Context) error {
 	select {
 	case <-empty:
 		ts.mu.Lock()
-		away := ts.away
+		away := len(ts.away)
 		ts.mu.Unlock()
 		if away == 0 {
 			return nil
@@ -120,27 +121,33 @@ func (ts *tunnels) shutdown(ctx context.Context) error {
 	ts.sendAway()
 	<-empty
 	ts.mu.Lock()
-	away := ts.away
+	away := len(ts.away)
 	ts.mu.Unlock()
 	return fmt.Errorf("%d WebSocket connections still open: %w", away, context.Cause(ctx))
 }
 
 // goAway sends every open tunnel away (a close frame 1001 each way) and
-// waits for them to end, before shutdown does: the HTTP/2 engine's, whose
-// streams carry WebSockets, calls it when its deadline has passed, before
-// it closes their connections. shutdown counts them among those still
-// open at the deadline. It returns how many it sent away.
+// waits for every tunnel sent away to end, by this call or by another
+// running at once, before shutdown does: the engines whose HTTP/2 streams
+// carry WebSockets (net/http's and the loops') call it when their
+// deadline has passed, before they close their connections, and each
+// must find the close frames written, whichever sent them. shutdown
+// counts them among those still open at the deadline. It returns how many
+// tunnels were sent away.
 func (ts *tunnels) goAway() int {
-	open := ts.sendAway()
-	for _, t := range open {
+	ts.sendAway()
+	ts.mu.Lock()
+	away := slices.Clone(ts.away)
+	ts.mu.Unlock()
+	for _, t := range away {
 		<-t.Done()
 	}
-	return len(open)
+	return len(away)
 }
 
-// sendAway sends the open tunnels away and returns them. Each is counted
+// sendAway sends the open tunnels away and returns them. Each is kept
 // once in ts.away and forgotten as open, so that goAway and shutdown,
-// which may both run, never count a tunnel twice.
+// which may all run, never count a tunnel twice.
 func (ts *tunnels) sendAway() []*wstunnel.Tunnel {
 	ts.mu.Lock()
 	open := make([]*wstunnel.Tunnel, 0, len(ts.open))
@@ -148,7 +155,7 @@ func (ts *tunnels) sendAway() []*wstunnel.Tunnel {
 		open = append(open, t)
 		delete(ts.open, t)
 	}
-	ts.away += len(open)
+	ts.away = append(ts.away, open...)
 	ts.mu.Unlock()
 	for _, t := range open {
 		t.GoAway()

@@ -341,6 +341,9 @@ routes:
 			if got := c.closeCode(t); got != 1001 {
 				t.Errorf("the client read close code %d, want 1001", got)
 			}
+			if n, err := c.in.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+				t.Errorf("after the close frame: %d bytes, %v; want the stream's end (io.EOF)", n, err)
+			}
 			if got := <-up.closes; got != websocket.StatusGoingAway {
 				t.Errorf("the upstream read close status %v, want 1001", got)
 			}
@@ -455,20 +458,29 @@ routes:
 }
 
 // TestWebSocketOverHTTP2SlowHandshake opens a WebSocket over HTTP/2
-// whose target takes longer than server.read_timeout to accept the
-// handshake: messages then pass both ways. (The stream's read deadline,
-// running since the request came, was lifted only once the target had
-// answered: by then it had passed, net/http had closed the request's
-// body, and the WebSocket ended at its first read.)
+// whose target accepts the handshake only after server.read_timeout has
+// passed for it: messages then pass both ways. The target knows the time
+// has passed by an event, not a clock: a witness request, which it sends
+// through the gateway once the handshake has reached it, with a body that
+// never ends, has been ended by its own read deadline, which runs from a
+// later start. (The stream's read deadline, running since the request
+// came, was lifted only once the target had answered: by then it had
+// passed, net/http had closed the request's body, and the WebSocket ended
+// at its first read.)
 func TestWebSocketOverHTTP2SlowHandshake(t *testing.T) {
 	if !inXConnect(t) {
 		return
 	}
-	const readTimeout = 50 * time.Millisecond
 	forH2Engines(t, func(t *testing.T, engine string) {
 		checkLeaks(t)
+		gwAddr := make(chan string, 1) // the gateway's, for the one handshake
+		witness := make(chan error, 1) // the witness's end, before the handshake's answer
 		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(10 * readTimeout) // net/http's read deadline is on the wall clock
+			if r.URL.Path == "/witness" {
+				_, _ = io.Copy(io.Discard, r.Body)
+				return
+			}
+			witness <- readTimedOut(<-gwAddr)
 			c, err := websocket.Accept(w, r, nil)
 			if err != nil {
 				return
@@ -489,11 +501,43 @@ upstreams:
 routes:
   - {name: ws, upstream: up}
 `, engine, up.URL))
+		gwAddr <- gw.Addr
 		c := dialH2WS(t, gw.Addr, "/slow", nil)
 		if c.resp.StatusCode != http.StatusOK {
 			t.Fatalf("handshake: %d", c.resp.StatusCode)
 		}
+		if err := <-witness; err != nil {
+			t.Fatalf("the witness: %v", err)
+		}
 		c.echo(t, 1, []byte("after a slow handshake"))
 		c.closeNormally(t)
 	})
+}
+
+// readTimedOut sends the gateway at addr, over h2c, a POST to /witness
+// whose body never ends, and returns nil once the gateway has ended it,
+// as server.read_timeout makes it do; an error if the wait reached
+// waitLimit instead.
+func readTimedOut(addr string) error {
+	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/witness", pr)
+	if err != nil {
+		return err
+	}
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("not ended by the read timeout in %v", waitLimit)
+	}
+	return nil
 }

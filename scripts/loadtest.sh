@@ -179,6 +179,7 @@ cat >"$work/sluice.yaml" <<YAML
 listen: 127.0.0.1:$SL
 admin: {listen: 127.0.0.1:$ADM}
 log: {level: error}
+server: {http2: {loops: false}}
 tls: {listen: 127.0.0.1:$SLS, certificates: [{cert_file: $work/cert.pem, key_file: $work/key.pem}]}
 upstreams:
   up: {targets: ["http://127.0.0.1:$UP"]}
@@ -193,13 +194,13 @@ YAML
 # The same gateway on its goroutine engine alone (server.engine), for the
 # event loops' share of the difference.
 sed -e "s/^listen: .*/listen: 127.0.0.1:$SLG/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMG}/" -e "/^tls: /d" \
-	-e "s/^log: .*/&\nserver: {engine: goroutine}/" "$work/sluice.yaml" >"$work/sluice-goroutine.yaml"
+	-e "s/^server: .*/server: {engine: goroutine}/" "$work/sluice.yaml" >"$work/sluice-goroutine.yaml"
 go build -o "$work/sluice" ./cmd/sluice
 # The same gateway with h2c and HTTP/2 over TLS on its event loops
 # (server.http2.loops).
 sed -e "s/^listen: .*/listen: 127.0.0.1:$SLC/" -e "s/^admin: .*/admin: {listen: 127.0.0.1:$ADMC}/" \
 	-e "s/^tls: {listen: 127.0.0.1:$SLS,/tls: {listen: 127.0.0.1:$SLCS,/" \
-	-e "s/^log: .*/&\nserver: {http2: {loops: true}}/" "$work/sluice.yaml" >"$work/sluice-h2loops.yaml"
+	-e "s/^server: .*/server: {http2: {loops: true}}/" "$work/sluice.yaml" >"$work/sluice-h2loops.yaml"
 if [ -n "${TRACING:-}" ]; then
 	for t in "1 0.01 $SLT1 $ADMT1" "100 1.0 $SLT100 $ADMT100"; do
 		set -- $t

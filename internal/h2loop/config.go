@@ -22,11 +22,16 @@ type Config struct {
 	// may have. Default 32.
 	MaxContinuations int
 	// StreamWindow is a request body's flow-control window
-	// (SETTINGS_INITIAL_WINDOW_SIZE): the largest body a request may have,
-	// since the connection never extends it. Default 65536.
+	// (SETTINGS_INITIAL_WINDOW_SIZE): the largest body a request not taken
+	// by a StreamHandler may have, since the connection never extends it;
+	// a taken stream's opens again as its handler consumes the body (see
+	// Conn.Consumed). Default 65536.
 	StreamWindow int
-	// ConnWindow is the connection's receive window, given back as request
-	// bodies arrive. Default 1 MiB.
+	// ConnWindow is the connection's receive window: it opens again as
+	// bodies arrive, but a taken stream's only as its handler consumes it
+	// (see Conn.Consumed) or the stream ends, so that a connection holds
+	// at most ConnWindow of taken streams' unconsumed bodies. Default
+	// 1 MiB.
 	ConnWindow int
 	// MaxBlockedBytes bounds the response bytes that flow control holds
 	// back: past it, new streams are refused (REFUSED_STREAM) until the

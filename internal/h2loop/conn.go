@@ -456,8 +456,14 @@ func (c *Conn) data(f *http2.DataFrame) {
 		return
 	}
 	c.recvWindow -= length
-	c.giveBack(length)
 	s := c.streams[f.StreamID]
+	if s != nil && s.state == stateOpen && s.streamed {
+		// Given back as the handler consumes it (see Consumed), or as
+		// the stream ends (see closeStream).
+		s.unconsumed += length
+	} else {
+		c.giveBack(length)
+	}
 	if s == nil || s.state != stateOpen {
 		if f.StreamID > c.maxID {
 			c.fail(http2.ErrCodeProtocol, "DATA on an idle stream")
@@ -504,8 +510,11 @@ func (c *Conn) data(f *http2.DataFrame) {
 	}
 }
 
-// giveBack counts n bytes received on the connection, and opens its
-// window again once half of it is taken.
+// giveBack counts n bytes of the connection's window as free again (a
+// body's bytes a taken stream's handler consumed, or any other DATA's as
+// it arrives), and opens the window once half of it is free: the
+// connection holds at most ConnWindow of taken streams' unconsumed body
+// bytes.
 func (c *Conn) giveBack(n int64) {
 	c.recvTaken += n
 	if c.recvTaken >= int64(c.cfg.ConnWindow)/2 {
@@ -544,11 +553,19 @@ func (c *Conn) bodyEnded(s *Stream) {
 
 // Consumed tells the connection that the handler took n bytes of the body
 // of s, a taken stream (see StreamHandler.Open): the client may send as
-// many more. The window opens by a WINDOW_UPDATE once half of it is to be
-// given back, or at once for a window of less than 2 bytes. A stream
-// whose body has ended, or that ended, takes nothing.
+// many more, on the stream and on the connection. A window opens by a
+// WINDOW_UPDATE once half of it is to be given back, or at once for a
+// window of less than 2 bytes. A stream whose body has ended, or that
+// ended, takes nothing; the connection takes what it still counts of s.
 func (c *Conn) Consumed(s *Stream, n int) {
-	if n <= 0 || s.state != stateOpen || c.closed {
+	if n <= 0 || c.closed {
+		return
+	}
+	if m := min(int64(n), s.unconsumed); m > 0 {
+		s.unconsumed -= m
+		c.giveBack(m)
+	}
+	if s.state != stateOpen {
 		return
 	}
 	s.owed += int64(n)
@@ -595,6 +612,10 @@ func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 // closeStream forgets s, and the response bytes it held back.
 func (c *Conn) closeStream(s *Stream) {
 	delete(c.streams, s.ID)
+	if s.unconsumed > 0 {
+		c.giveBack(s.unconsumed)
+		s.unconsumed = 0
+	}
 	if s.blocked {
 		c.hold(s, -len(s.pending))
 	}

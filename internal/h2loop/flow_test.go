@@ -125,3 +125,57 @@ func TestRequestFlowControl(t *testing.T) {
 		t.Fatalf("served %+v", h.served)
 	}
 }
+
+// connUpdates returns the sum of the connection's WINDOW_UPDATE increments
+// in got.
+func connUpdates(got []frame) (inc uint32) {
+	for _, f := range got {
+		if f.typ == http2.FrameWindowUpdate && f.id == 0 {
+			inc += f.inc
+		}
+	}
+	return inc
+}
+
+// TestTakenBodiesHoldTheConnectionWindow: the bytes of taken streams'
+// bodies open the connection's window again only as the handler consumes
+// them, or as their stream ends, so that a connection holds at most
+// ConnWindow of unconsumed bodies; other DATA opens it as it arrives.
+// (The window was given back as every body arrived: a client could make
+// the handlers hold a stream window of bytes on every stream.)
+func TestTakenBodiesHoldTheConnectionWindow(t *testing.T) {
+	const conn = 1 << 16
+	h := newHarness(t, Config{StreamWindow: 1 << 16, ConnWindow: conn, MaxConcurrentStreams: 10})
+	h.onOpen = func(*Stream) bool { return true }
+	post := func(id uint32) {
+		h.headers(id, h.block(":method", "POST", ":scheme", "http", ":path", "/"), false)
+	}
+	for _, id := range []uint32{1, 3} {
+		post(id)
+		_ = h.fr.WriteData(id, false, make([]byte, conn/4))
+	}
+	if got := h.feed(); connUpdates(got) != 0 {
+		t.Fatalf("half the window unconsumed on taken streams: sent %+v, want no connection WINDOW_UPDATE", got)
+	}
+	s1, s3 := h.opened[0], h.opened[1]
+	h.c.Consumed(s1, conn/4)
+	if got := h.sent(); connUpdates(got) != 0 {
+		t.Fatalf("a quarter consumed: sent %+v, want no connection WINDOW_UPDATE yet", got)
+	}
+	h.c.Reset(s3, http2.ErrCodeCancel) // its unconsumed quarter is free again
+	if inc := connUpdates(h.sent()); inc != conn/2 {
+		t.Fatalf("consumed and ended half: connection WINDOW_UPDATE %d, want %d", inc, conn/2)
+	}
+	h.c.Consumed(s3, conn/4) // the ended stream's bytes are not counted twice
+	post(5)
+	for range 4 {
+		_ = h.fr.WriteData(5, false, make([]byte, conn/4))
+	}
+	if got := h.feed(); connUpdates(got) != 0 {
+		t.Fatalf("the whole window unconsumed: sent %+v, want no connection WINDOW_UPDATE", got)
+	}
+	_ = h.fr.WriteData(5, false, make([]byte, 1))
+	if got := h.feed(); len(got) != 1 || got[0].typ != http2.FrameGoAway || got[0].code != http2.ErrCodeFlowControl {
+		t.Fatalf("a byte past the connection window: sent %+v, want GOAWAY FLOW_CONTROL_ERROR", got)
+	}
+}

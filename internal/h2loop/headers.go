@@ -127,10 +127,11 @@ func (c *Conn) emit(f hpack.HeaderField) {
 
 // validField reports whether f may come next in hb (RFC 9113 sections 8.2
 // and 8.3): a request pseudo-header field before the regular ones, once
-// each, none in trailers, with a value a request line or Host field can
-// hold (:method and :scheme a token, :authority a host, :path without
-// spaces or control bytes); a regular one with a lower-case name and a
-// valid value, and no connection-specific field.
+// each, none in trailers, with a valid value (:method and :scheme a token,
+// :authority and :path without control bytes, as net/http's HTTP/2 server
+// takes them: a server answers a space in :path or an :authority that is
+// no host itself); a regular one with a lower-case name and a valid value,
+// and no connection-specific field.
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
 		if hb.regular || hb.trailers {
@@ -141,12 +142,8 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 			if !httpguts.ValidHeaderFieldName(f.Value) { // a token
 				return false
 			}
-		case ":authority":
-			if !httpguts.ValidHostHeader(f.Value) {
-				return false
-			}
-		case ":path":
-			if !validPath(f.Value) {
+		case ":authority", ":path":
+			if !httpguts.ValidHeaderFieldValue(f.Value) {
 				return false
 			}
 		case ":protocol":
@@ -235,9 +232,11 @@ func (c *Conn) endBlock() {
 // request sets s's request from fields, and reports false when it is
 // malformed (RFC 9113 section 8.3.1): a CONNECT request without
 // :protocol (not served here) or with it but without :authority (RFC
-// 8441 section 4), :protocol on another method, a :path that is neither
-// absolute nor "*" for OPTIONS, a pseudo-header field missing or empty,
-// or content-length fields that are not one length.
+// 8441 section 4), :protocol on another method, a pseudo-header field
+// missing or empty, or content-length fields that are not one length. A
+// :path of another form than an absolute path (a relative one, "*", an
+// absolute URI, as net/http's HTTP/2 server takes them) is the server's to
+// judge.
 func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 	var regular []hpack.HeaderField
 	for i, f := range fields {
@@ -264,9 +263,6 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 	if s.Protocol != "" && s.Authority == "" {
 		return false
 	}
-	if s.Path[0] != '/' && (s.Path != "*" || s.Method != "OPTIONS") {
-		return false
-	}
 	for _, f := range regular {
 		if f.Name != "content-length" {
 			continue
@@ -278,16 +274,5 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 		s.ContentLength = n
 	}
 	s.Header = append([]hpack.HeaderField(nil), regular...)
-	return true
-}
-
-// validPath reports whether p has no space, control byte or DEL: an
-// HTTP/1.1 request-target can hold it as it is.
-func validPath(p string) bool {
-	for i := 0; i < len(p); i++ {
-		if p[i] <= ' ' || p[i] == 0x7f {
-			return false
-		}
-	}
 	return true
 }

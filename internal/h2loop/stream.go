@@ -47,6 +47,7 @@ type Stream struct {
 	headed     bool                // the answer's HEADERS were sent
 	received   int64               // a taken stream's body bytes so far
 	owed       int64               // a taken stream's body bytes consumed, not yet given back
+	unconsumed int64               // a taken stream's body bytes (padding included) the connection's window lacks
 	trailer    []hpack.HeaderField // the answer's trailers, sent after pending
 	trailing   bool                // a HEADERS frame of trailers has come
 	opened     time.Time           // when its HEADERS came (the Feed's start)

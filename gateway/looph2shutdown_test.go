@@ -1,0 +1,54 @@
+//go:build linux
+
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// TestH2LoopsShutdownWaitsForBridgedStreams shuts the gateway down past
+// its deadline while a bridged stream (a POST of unknown length, its body
+// still coming) is at the upstream: Shutdown returns once the stream's
+// goroutine, which the loops' stop cancelled, has ended. (It returned as
+// soon as the loops had stopped, the goroutine still running.)
+func TestH2LoopsShutdownWaitsForBridgedStreams(t *testing.T) {
+	arrived := make(chan struct{})
+	var once sync.Once
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(arrived) })
+		_, _ = io.Copy(io.Discard, r.Body)
+	})
+	tg := h2LoopsGateway(t, up, "")
+	fr := h2Dial(t, tg.Addr)
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true,
+		BlockFragment: h2Headers(":method", "POST", ":scheme", "http", ":authority", "x", ":path", "/upload")})
+	_ = fr.WriteData(1, false, []byte("the body goes on"))
+	select {
+	case <-arrived:
+	case <-time.After(waitLimit):
+		t.Fatal("the POST did not reach the upstream")
+	}
+	tg.stopped.Store(true) // stopped here
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the deadline has passed
+	if err := tg.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown = %v, want the deadline's error", err)
+	}
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "(*h2Bridge).serve") {
+		t.Errorf("Shutdown returned with a bridged stream's goroutine running:\n%s", stacks)
+	}
+	if err := <-tg.served; err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+}
