@@ -88,6 +88,38 @@ func checkOverflows(t *testing.T, gw *testGateway, what string, overflows float6
 	}
 }
 
+// startTrickle sends with c a PUT to url that announces a body of n
+// bytes and sends the first of them (patternBody), then nothing more
+// until the function it returns (also called at the test's end) ends the
+// request.
+func startTrickle(t *testing.T, c *http.Client, url string, n, first int) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(n)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	stop := sync.OnceFunc(func() {
+		pw.CloseWithError(errors.New("the trickle is over"))
+		cancel()
+		<-done
+	})
+	t.Cleanup(stop)
+	if _, err := pw.Write(patternBody(first)); err != nil {
+		t.Fatal(err)
+	}
+	return stop
+}
+
 // TestHeldBodiesBound sends PUTs with a 96-byte body over h2c to a
 // retrying route whose target answers each body's first attempt 503:
 // with server.max_held_body_bytes 64 the body is not held (it streams,
@@ -161,30 +193,7 @@ func TestHeldBodiesCountArrivals(t *testing.T) {
 			t.Run(proto, func(t *testing.T) {
 				gw := retryGateway(t, engine, "max_held_body_bytes: 262144", failFirstUpstream(t).URL, "r", "")
 				c := protoClient(t, proto, nil, "")
-
-				ctx, cancel := context.WithCancel(context.Background())
-				pr, pw := io.Pipe()
-				trickle, err := http.NewRequestWithContext(ctx, http.MethodPut, gw.URL+"/trickle", pr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				trickle.ContentLength = budget
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					if resp, err := c.Do(trickle); err == nil {
-						resp.Body.Close()
-					}
-				}()
-				stop := sync.OnceFunc(func() {
-					pw.CloseWithError(errors.New("the trickle is over"))
-					cancel()
-					<-done
-				})
-				defer stop()
-				if _, err := pw.Write(patternBody(9 << 10)); err != nil {
-					t.Fatal(err)
-				}
+				stop := startTrickle(t, c, gw.URL+"/trickle", budget, 9<<10)
 				eventually(t, "the trickle's body held", func() bool { return heldBytes(t, gw) != 0 })
 				if got := heldBytes(t, gw); got != 16<<10 {
 					t.Errorf("with 9 KiB of 256 KiB come, %v bytes held, want 16 KiB", got)
@@ -260,31 +269,13 @@ routes:
 				go func() { blocked <- do(t, c, http.MethodGet, gw.URL+"/block", nil, nil) }()
 				awaitClosed(t, arrived, "the request that holds the slot")
 
-				ctx, cancel := context.WithCancel(context.Background())
-				pr, pw := io.Pipe()
-				trickle, err := http.NewRequestWithContext(ctx, http.MethodPut, gw.URL+"/trickle", pr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				trickle.ContentLength = 1 << 20
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					if resp, err := c.Do(trickle); err == nil {
-						resp.Body.Close()
-					}
-				}()
+				stopTrickle := startTrickle(t, c, gw.URL+"/trickle", 1<<20, sent)
 				stop := sync.OnceFunc(func() {
 					free()
-					pw.CloseWithError(errors.New("the trickle is over"))
-					cancel()
-					<-done
+					stopTrickle()
 					<-blocked
 				})
 				defer stop()
-				if _, err := pw.Write(patternBody(sent)); err != nil {
-					t.Fatal(err)
-				}
 				eventually(t, "the trickle queued", func() bool { return gw.routeStatus(t, "r").ConcurrencyQueued == 1 })
 				if held := heldBytes(t, gw); held != 32<<10 {
 					t.Errorf("while the body waits in the queue, %v bytes held, want its 32 KiB buffer", held)
