@@ -51,10 +51,10 @@ var errNoRoom = errors.New("gateway: no room to hold the request body")
 // when h refuses the buffer room (an overflow), the error is errNoRoom and
 // the bytes read so far are returned, to be sent before the rest of r
 // (resumedBody), still counted: their buffer stays in memory until they
-// have been sent. A body that ends before its buffer is
-// full (one of unknown length, a gRPC request) is copied to a buffer of
-// its length, and counts that: a request of a few bytes does not hold a
-// first buffer of firstRead for as long as it is held.
+// have been sent. A body that ends before its buffer is full (one of
+// unknown length, a gRPC request) is copied to a buffer of its length,
+// and counts that: a request of a few bytes does not hold a first buffer
+// of firstRead for as long as it is held.
 func (h *heldBodies) read(r io.Reader, n int, max int64) (buf []byte, counted int64, err error) {
 	buf, err = readUpTo(r, n, func(k int) bool {
 		if !h.reserve(int64(k), max) {
