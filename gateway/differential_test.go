@@ -302,6 +302,35 @@ func TestH2OneHost(t *testing.T) {
 	})
 }
 
+// TestH2EmptyAuthoritySecondHost: without :authority, the first host
+// field names the host, and a second one naming another host is refused as
+// beside :authority. An empty first host field let the loops take the
+// second ("", then "evil") as the host, where net/http's path answers 400.
+func TestH2EmptyAuthoritySecondHost(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := gatewayTo(t, engine, u.Addr)
+		h := dialH2(t, gw.Addr)
+		for i, c := range []struct {
+			fields []string
+			want   string
+		}{
+			{[]string{"host", "", "host", "evil"}, "400"},
+			{[]string{"host", "x", "host", "evil"}, "400"},
+			{[]string{"host", "x"}, "200"},
+		} {
+			id := uint32(2*i + 1)
+			before := u.count()
+			h.headers(t, id, true, append([]string{":method", "GET", ":scheme", "http", ":path", "/a"}, c.fields...)...)
+			st, _ := h.read(t, id)
+			msgs, _ := u.since(before)
+			if st != c.want || (c.want == "400") != (len(msgs) == 0) {
+				t.Fatalf("%q: status %s, upstream read %d messages; want %s", c.fields, st, len(msgs), c.want)
+			}
+		}
+	})
+}
+
 // TestH2WebSocketClaims: a WebSocket handshake over HTTP/2 (RFC 8441)
 // reaches the upstream, over HTTP/1.1, with the X-Forwarded-* the gateway
 // does not set from a trusted proxy only, as an HTTP/1.1 handshake does

@@ -4,7 +4,9 @@ package gateway_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,25 +112,33 @@ func TestH2LoopsBridgeRapidReset(t *testing.T) {
 // content-length of 10 and send 10 bytes then an HTTP/1.1 request line
 // as DATA, to a stream the loops bridge at its HEADERS (gRPC), to one
 // they bridge whole (a coalescing route) and to one they serve: each is
-// reset, and the upstream never reads the extra bytes as a request of
-// their own. (net/http's HTTP/2 server may answer once the declared
-// length is in, before the second DATA frame comes: the other rounds'
-// streams may end in an answer, never in another reset.)
+// reset, and no upstream reads the extra bytes. The gRPC call's excess
+// comes once its upstream (h2c, which answers only at the body's end)
+// has read the first 10 bytes: its body then ends in an error, in every
+// round. (net/http's HTTP/2 server may answer the other two once the
+// declared length is in, before the second DATA frame comes, the
+// HTTP/1.1 upstream answering at once: the other rounds' streams may
+// end in an answer, never in another reset.)
 func TestH2LoopsBridgeContentLengthMismatch(t *testing.T) {
 	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startWireUpstream(t, nil)
+		grpcUp := startBodyReader(t, 10)
 		tg := startGateway(t, parseConfig(t, `
 server: {engine: %s}
 upstreams:
   up: {targets: ["http://%s"]}
+  grpc: {targets: ["%s"]}
 routes:
+  - name: grpc
+    match: {path_prefix: /g/}
+    upstream: grpc
   - name: coalesced
     match: {path_prefix: /co/}
     upstream: up
     policies: {coalesce: true}
   - {name: all, upstream: up}
-`, engine, up.addr))
-		for _, c := range []struct{ path, ct string }{{"/x", "application/grpc"}, {"/co/x", ""}, {"/x", ""}} {
+`, engine, up.addr, grpcUp.URL))
+		for _, c := range []struct{ path, ct string }{{"/g/x", "application/grpc"}, {"/co/x", ""}, {"/x", ""}} {
 			fr := h2Dial(t, tg.Addr)
 			fields := []string{":method", "POST", ":scheme", "http", ":authority", "x", ":path", c.path, "content-length", "10"}
 			if c.ct != "" {
@@ -136,12 +146,27 @@ routes:
 			}
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true, BlockFragment: h2Headers(fields...)})
 			_ = fr.WriteData(1, false, []byte("0123456789"))
+			if c.ct != "" {
+				select {
+				case <-grpcUp.got:
+				case <-time.After(waitLimit):
+					t.Fatal("the gRPC upstream did not read the declared 10 bytes")
+				}
+			}
 			_ = fr.WriteData(1, true, []byte("GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"))
-			if status, _, code, ok := h2Answer(t, fr, 1); ok && engine == "loop" && !h2LoopsOff {
+			if status, _, code, ok := h2Answer(t, fr, 1); ok && ((engine == "loop" && !h2LoopsOff) || c.ct != "") {
 				t.Errorf("%s %q: answered %s, want a reset", c.path, c.ct, status)
 			} else if !ok && code != http2.ErrCodeProtocol {
 				t.Errorf("%s %q: reset %v, want PROTOCOL_ERROR", c.path, c.ct, code)
 			}
+		}
+		select {
+		case r := <-grpcUp.ended:
+			if r.err == nil || r.n != 10 {
+				t.Errorf("the gRPC upstream read %d bytes of the body, then %v; want 10, then an error", r.n, r.err)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("the gRPC upstream's read of the body did not end")
 		}
 		for _, r := range up.requests() {
 			if strings.Contains(r.Target, "smuggled") || len(r.Body) > 10 {
@@ -149,6 +174,43 @@ routes:
 			}
 		}
 	})
+}
+
+// bodyReader is an h2c upstream whose handler reads its request's body
+// whole: it reports on got once it has read want bytes, and on ended how
+// many it read and the error the read ended in (nil at the body's end),
+// then answers 200.
+type bodyReader struct {
+	*httptest.Server
+	got   chan struct{}
+	ended chan bodyRead
+}
+
+// bodyRead is what a bodyReader's handler read of a body.
+type bodyRead struct {
+	n   int64
+	err error
+}
+
+func startBodyReader(t *testing.T, want int64) *bodyReader {
+	t.Helper()
+	checkLeaks(t)
+	u := &bodyReader{got: make(chan struct{}, 4), ended: make(chan bodyRead, 4)}
+	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.CopyN(io.Discard, r.Body, want)
+		if err == nil {
+			u.got <- struct{}{}
+			var more int64
+			more, err = io.Copy(io.Discard, r.Body)
+			n += more
+		}
+		u.ended <- bodyRead{n, err}
+	}))
+	u.Config.Protocols = new(http.Protocols)
+	u.Config.Protocols.SetUnencryptedHTTP2(true)
+	u.Start()
+	t.Cleanup(u.Close)
+	return u
 }
 
 // TestH2LoopsBridgeSocketUnread has an h2c client on the loops open its

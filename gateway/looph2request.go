@@ -22,8 +22,9 @@ import (
 // the request is not one the loops serve (see http1.ParseRequest), has
 // trailers or a :path that is no absolute path or that no request line
 // holds (see lineTarget), names no host, or names a second host: a host
-// field that is not its :authority (or the first host field) in any case,
-// which nginx and the gateway's net/http path refuse (see oneHost). The
+// field that is not its :authority (or the first host field, even empty)
+// in any case, which nginx and the gateway's net/http path refuse (see
+// oneHost). The
 // bridge then serves it, and the gateway answers as on net/http's HTTP/2
 // server (400 for a :path or host it refuses, or no host).
 func h2Request(cc *clientConn, s *h2loop.Stream) bool {
@@ -39,15 +40,16 @@ func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 	b = append(b, ' ')
 	b = append(b, path...)
 	b = append(b, " HTTP/1.1\r\n"...)
-	cookies := 0
+	cookies, hostField := 0, false
 	for _, f := range s.Header {
 		switch f.Name {
 		case "host":
-			if host == "" {
+			if host == "" && !hostField {
 				host = f.Value
 			} else if !strings.EqualFold(f.Value, host) {
 				return false
 			}
+			hostField = true
 			continue
 		case "cookie":
 			if f.Value != "" {
@@ -89,5 +91,5 @@ func h2Request(cc *clientConn, s *h2loop.Stream) bool {
 	hlen := len(b)
 	cc.in = append(b, s.Body...)
 	cc.body = cc.in[hlen:]
-	return host != "" && http1.ParseRequest(cc.in[:hlen], &cc.head)
+	return http1.ParseRequest(cc.in[:hlen], &cc.head)
 }
