@@ -14,7 +14,7 @@ import (
 // shutdown's wait for them is one close frame's, whatever their number
 // (sent away one by one, n clients held shutdown n seconds).
 func TestTunnelsGoAwayUnreadClients(t *testing.T) {
-	const n = 6
+	const n = 10
 	var ts tunnels
 	var runs sync.WaitGroup
 	var peers []net.Conn
