@@ -82,10 +82,12 @@ type h2Part struct {
 
 // Open takes a stream at its HEADERS, to a goroutine, when the loops
 // would not hold its body whole: gRPC (a call may stream both ways), an
-// extended CONNECT (a WebSocket), or a body of unknown length or past
-// 64 KiB. Other streams arrive whole (Serve).
+// extended CONNECT (a WebSocket), a body of unknown length or past
+// 64 KiB, or one its connection has no room to hold whole (s.Crowded: the
+// connection holds h2loop's HeldBodies of them already). Other streams
+// arrive whole (Serve).
 func (h *loopH2) Open(s *h2loop.Stream) bool {
-	if s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) {
+	if !s.Crowded && s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) {
 		return false
 	}
 	h.bridge(s, false)

@@ -33,6 +33,14 @@ type Config struct {
 	// at most ConnWindow of taken streams' unconsumed bodies. Default
 	// 1 MiB.
 	ConnWindow int
+	// HeldBodies bounds the bodies a connection holds whole at once: those
+	// of the streams not taken by a StreamHandler, each counted at its
+	// content-length (at StreamWindow without one) from its HEADERS until
+	// the stream closes, while it arrives and while its request is served.
+	// A stream whose body would pass it is offered to StreamHandler.Open
+	// with Stream.Crowded set, and refused (REFUSED_STREAM) if not taken.
+	// Default ConnWindow.
+	HeldBodies int
 	// MaxBlockedBytes bounds the response bytes that flow control holds
 	// back: past it, new streams are refused (REFUSED_STREAM) until the
 	// client opens its windows. The requests of one Feed are served at its
@@ -75,6 +83,7 @@ func (c Config) withDefaults() (Config, error) {
 	def("MaxContinuations", &c.MaxContinuations, 32, 1, 1<<16)
 	def("StreamWindow", &c.StreamWindow, 64<<10, 1, 1<<31-1)
 	def("ConnWindow", &c.ConnWindow, 1<<20, 65535, 1<<31-1)
+	def("HeldBodies", &c.HeldBodies, c.ConnWindow, 1, 1<<31-1)
 	def("MaxBlockedBytes", &c.MaxBlockedBytes, 1<<20, 1, 1<<30)
 	def("MaxResets", &c.MaxResets, 4*c.MaxConcurrentStreams, 1, 1<<30)
 	def("MaxControlFrames", &c.MaxControlFrames, 1000, 1, 1<<30)

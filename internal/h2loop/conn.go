@@ -86,6 +86,7 @@ type Conn struct {
 	sendWindow   int64  // the connection's window for DATA to the client
 	recvWindow   int64  // what the client may still send on the connection
 	recvTaken    int64  // bytes received and not yet given back
+	held         int64  // the bodies held whole, as Config.HeldBodies counts them
 
 	blocked      []*Stream // streams whose DATA waits for a window, oldest first
 	blockedBytes int
@@ -614,6 +615,8 @@ func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 // closeStream forgets s, and the response bytes it held back.
 func (c *Conn) closeStream(s *Stream) {
 	delete(c.streams, s.ID)
+	c.held -= s.held
+	s.held = 0
 	if s.unconsumed > 0 {
 		c.giveBack(s.unconsumed)
 		s.unconsumed = 0

@@ -188,7 +188,7 @@ func TestTakenBodiesHoldTheConnectionWindow(t *testing.T) {
 // it, until the handler consumed.)
 func TestHeldBodiesLeaveTheRestOfTheWindow(t *testing.T) {
 	const conn, frame = 1 << 16, 1 << 14
-	h := newHarness(t, Config{StreamWindow: 1 << 16, ConnWindow: conn, MaxConcurrentStreams: 10})
+	h := newHarness(t, Config{StreamWindow: 1 << 16, ConnWindow: conn, HeldBodies: 1 << 20, MaxConcurrentStreams: 10})
 	h.onOpen = func(s *Stream) bool { return s.ID == 1 }
 	post := func(id uint32) {
 		h.headers(id, h.block(":method", "POST", ":scheme", "http", ":path", "/"), false)

@@ -216,17 +216,25 @@ func (c *Conn) endBlock() {
 		c.resetStream(s.ID, http2.ErrCodeProtocol)
 		return
 	}
+	held := s.ContentLength
+	if held < 0 {
+		held = int64(c.cfg.StreamWindow)
+	}
+	s.Crowded = !hb.endStream && c.held+held > int64(c.cfg.HeldBodies)
 	if !hb.endStream && c.sh != nil && c.sh.Open(s) {
 		s.served, s.streamed = true, true
 		return
 	}
-	if s.ContentLength > int64(c.cfg.StreamWindow) || s.Protocol != "" {
-		c.resetStream(s.ID, http2.ErrCodeRefusedStream) // a body the window cannot hold
+	if s.ContentLength > int64(c.cfg.StreamWindow) || s.Protocol != "" || s.Crowded {
+		c.resetStream(s.ID, http2.ErrCodeRefusedStream) // a body the window, or the connection, cannot hold
 		return
 	}
 	if hb.endStream {
 		c.arrived(s)
+		return
 	}
+	s.held = held
+	c.held += held
 }
 
 // request sets s's request from fields, and reports false when it is

@@ -244,3 +244,51 @@ func TestResetBlockedStreamsForgotten(t *testing.T) {
 		t.Fatalf("%d streams kept in the blocked list, none blocked", n)
 	}
 }
+
+// TestHeldBodies: a connection holds at most HeldBodies of bodies whole,
+// each counted at its content-length from its HEADERS until the stream
+// closes, answered or not; a stream past it is offered to Open as Crowded,
+// and refused when not taken. (Bodies still arriving, and whole ones
+// waiting for their answers, were bounded only by MaxConcurrentStreams ×
+// StreamWindow: a client sending most of each body on every stream held
+// tens of MiB per connection.)
+func TestHeldBodies(t *testing.T) {
+	h := newHarness(t, Config{HeldBodies: 250})
+	var crowded []uint32
+	h.onOpen = func(s *Stream) bool {
+		if s.Crowded {
+			crowded = append(crowded, s.ID)
+		}
+		return false
+	}
+	post := func(id uint32, length string) {
+		h.headers(id, h.block(":method", "POST", ":scheme", "http", ":path", "/", "content-length", length), false)
+	}
+	post(1, "100")
+	post(3, "100")
+	_ = h.fr.WriteData(3, true, make([]byte, 100)) // whole, served, not answered yet
+	if got := h.feed(); len(got) != 0 || len(h.served) != 1 {
+		t.Fatalf("sent %+v, served %d", got, len(h.served))
+	}
+	post(5, "100") // 300 > 250
+	rst(t, h.feed(), 5, http2.ErrCodeRefusedStream)
+	post(7, "50") // 250: room still
+	if got := h.feed(); len(got) != 0 {
+		t.Fatalf("sent %+v", got)
+	}
+	h.c.Respond(h.served[0], 200, nil, nil) // stream 3 closes: its 100 are free
+	h.sent()
+	post(9, "100")
+	_ = h.fr.WriteData(9, true, make([]byte, 100))
+	if got := h.feed(); len(got) != 0 || len(h.served) != 2 || h.served[1].ID != 9 {
+		t.Fatalf("sent %+v, served %d", got, len(h.served))
+	}
+	_ = h.fr.WriteRSTStream(1, http2.ErrCodeCancel) // and stream 1's
+	post(11, "100")
+	if got := h.feed(); len(got) != 0 {
+		t.Fatalf("sent %+v", got)
+	}
+	if len(crowded) != 1 || crowded[0] != 5 {
+		t.Fatalf("crowded streams %v, want [5]", crowded)
+	}
+}

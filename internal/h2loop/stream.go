@@ -37,6 +37,10 @@ type Stream struct {
 	Body []byte
 	// ContentLength is the request's content-length; -1 without one.
 	ContentLength int64
+	// Crowded is set, when StreamHandler.Open is offered the stream, if
+	// its body would pass what its connection may hold whole (see
+	// Config.HeldBodies): not taken, the stream is refused.
+	Crowded bool
 	// Value is the handler's own.
 	Value any
 
@@ -45,6 +49,7 @@ type Stream struct {
 	streamed   bool                // taken by Open: its body goes to Data
 	answered   bool                // the answer's last part, or Reset, was given
 	headed     bool                // the answer's HEADERS were sent
+	held       int64               // the bytes counted for its body in the connection's HeldBodies
 	received   int64               // a taken stream's body bytes so far
 	owed       int64               // a taken stream's body bytes consumed, not yet given back
 	unconsumed int64               // a taken stream's body bytes (padding included) the connection's window lacks
