@@ -190,9 +190,10 @@ type Server struct {
 	// bodies of up to 64 KiB the event loops serve themselves (HTTP/1.1
 	// and HTTP/2), counted whole once arrived, until their request ends.
 	// A body whose buffer would pass it streams once instead (the bytes
-	// read first, then the rest; on the loops it is sent once) and its
-	// request is not retried, as Envoy's retry buffer limit does; the
-	// request is still served. 0 holds none.
+	// read first, still counted until they are sent, then the rest; on
+	// the loops it is sent once) and its request is not retried, as
+	// Envoy's retry buffer limit does; the request is still served. 0
+	// holds none.
 	// Default 64 MiB.
 	MaxHeldBodyBytes int `yaml:"max_held_body_bytes"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in

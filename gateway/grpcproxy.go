@@ -125,11 +125,11 @@ func (g *Gateway) serveGRPC(w http.ResponseWriter, r *http.Request, st *state, r
 	c.fwdHost, c.fwdProto = stdForwarded(r, st)
 	if rt.grpc.idempotent(r.URL.Path) {
 		if rt.policies.retry != nil {
-			n, reason := c.readRequest(ctx, &g.held, int64(st.cfg.Server.MaxHeldBodyBytes))
+			release, reason := c.readRequest(ctx, &g.held, int64(st.cfg.Server.MaxHeldBodyBytes))
 			if reason != "" {
 				return reason
 			}
-			defer g.held.release(n)
+			defer release()
 		} else if rt.life.flow.hedge != nil {
 			c.keepRequest() // not held back (see grpchedge.go)
 		}
@@ -206,22 +206,23 @@ func sleepCtx(ctx context.Context, lc *lifecycle, d time.Duration) bool {
 // readRequest reads the call's request whole, so that it can be sent
 // again, up to maxReplayBody: a longer one streams, and the call is sent
 // once, as is one that held (of at most maxHeld bytes held across the
-// gateway, counted as they arrive) has no room for. It returns how many bytes held counts for the
-// request, to release once the call has ended. It answers and returns the
-// reason when the request cannot be read (or the call, ctx, ended idle
-// meanwhile).
-func (c *grpcCall) readRequest(ctx context.Context, held *heldBodies, maxHeld int64) (int64, string) {
+// gateway, counted as they arrive) has no room for. It returns the
+// function that gives back what held counts for the request, to call
+// once the call has ended (a streamed request's first bytes are given
+// back as soon as they are sent). It answers and returns the reason when
+// the request cannot be read (or the call, ctx, ended idle meanwhile).
+func (c *grpcCall) readRequest(ctx context.Context, held *heldBodies, maxHeld int64) (release func(), reason string) {
 	b, n, err := held.read(c.in, maxReplayBody+1, maxHeld)
 	if err != nil && !errors.Is(err, errNoRoom) {
-		return 0, writeGRPCError(c.w, grpcIdleCause(ctx, err)) // errClientBody, errBodyTooLarge or errGRPCIdle
+		return nil, writeGRPCError(c.w, grpcIdleCause(ctx, err)) // errClientBody, errBodyTooLarge or errGRPCIdle
 	}
 	if err != nil || len(b) > maxReplayBody {
-		held.release(n)
-		c.rest = io.MultiReader(bytes.NewReader(b), c.in)
-		return 0, ""
+		rb := newResumedBody(b, c.in, held, n)
+		c.rest = rb
+		return rb.release, ""
 	}
 	c.body, c.rest, c.hold = b, nil, true
-	return n, ""
+	return func() { held.release(n) }, ""
 }
 
 // attempt sends the call to a's target, within the route's timeout from

@@ -265,7 +265,8 @@ func (x *exchange) readBody(ctx *fasthttp.RequestCtx, maxBody int, over bool, he
 		buf, n, err := held.read(stream, cl, maxHeld)
 		switch {
 		case errors.Is(err, errNoRoom):
-			x.streamBody(ctx, &resumedBody{head: buf, r: stream}, maxBody)
+			x.resumed = newResumedBody(buf, stream, held, n)
+			x.streamBody(ctx, x.resumed, maxBody)
 		case err != nil || len(buf) < cl:
 			held.release(n)
 			writeError(ctx, fasthttp.StatusBadRequest, "body_unreadable", 0)

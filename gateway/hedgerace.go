@@ -45,7 +45,8 @@ type racer interface {
 
 // errNotHedged is the result of a hedge its racer did not send (see
 // racer.ready): the request cannot be sent twice after all. Its hedge
-// budget's token is given back (hedge.ErrNotSent).
+// budget's token is given back (hedge.ErrNotSent), as a hedge's that the
+// route's policies refused or that came once the race was over.
 var errNotHedged = fmt.Errorf("gateway: the request cannot be sent twice: %w", hedge.ErrNotSent)
 
 // raceAnswer is how a raced attempt's exchange ended: with an answer v
@@ -114,9 +115,9 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: errNotHedged}}
 	}
 	hr.mu.Lock()
-	if hr.cl == nil {
+	if hr.cl == nil { // a hedge, after the race
 		hr.mu.Unlock()
-		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Ignored, Err: errLost}}
+		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: fmt.Errorf("%w: %w", errLost, hedge.ErrNotSent)}}
 	}
 	// The admission may wait (a concurrency queue), under the lock: it
 	// gives up once ctx ends (the race is over, or the client left), so
@@ -130,6 +131,9 @@ func (hr *hedgeRace) attempt(ctx context.Context) sluice.Result {
 		exchange = hr.r.send(&a, first)
 	}
 	hr.mu.Unlock()
+	if err != nil && !first {
+		err = fmt.Errorf("%w: %w", err, hedge.ErrNotSent) // a hedge the policies refused is not sent
+	}
 	if err != nil {
 		return sluice.Result{Outcome: sluice.Outcome{Class: sluice.Dropped, Err: err}}
 	}

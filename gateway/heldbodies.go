@@ -47,10 +47,14 @@ var errNoRoom = errors.New("gateway: no room to hold the request body")
 // read reads a body from r to hold it: until r ends or n bytes have come
 // (see readUpTo), counting its buffer against max as the buffer grows. It
 // returns the bytes read and how many bytes h counts for them, to release
-// once the body is no longer held. On an error it counts nothing; when h
-// refuses the buffer room (an overflow), the error is errNoRoom and the
-// bytes read so far are returned, to be sent before the rest of r
-// (resumedBody).
+// once the body is no longer held. On an error of r it counts nothing;
+// when h refuses the buffer room (an overflow), the error is errNoRoom and
+// the bytes read so far are returned, to be sent before the rest of r
+// (resumedBody), still counted: their buffer stays in memory until they
+// have been sent. A body that ends before its buffer is full (one of
+// unknown length, a gRPC request) is copied to a buffer of its length,
+// and counts that: a request of a few bytes does not hold a first buffer
+// of firstRead for as long as it is held.
 func (h *heldBodies) read(r io.Reader, n int, max int64) (buf []byte, counted int64, err error) {
 	buf, err = readUpTo(r, n, func(k int) bool {
 		if !h.reserve(int64(k), max) {
@@ -59,7 +63,12 @@ func (h *heldBodies) read(r io.Reader, n int, max int64) (buf []byte, counted in
 		counted += int64(k)
 		return true
 	})
-	if err != nil {
+	switch {
+	case err == nil && len(buf) < cap(buf):
+		h.release(int64(cap(buf) - len(buf)))
+		counted -= int64(cap(buf) - len(buf))
+		buf = append(make([]byte, 0, len(buf)), buf...)
+	case err != nil && !errors.Is(err, errNoRoom):
 		h.release(counted)
 		counted = 0
 	}
@@ -104,19 +113,40 @@ func readUpTo(r io.Reader, n int, grow func(int) bool) ([]byte, error) {
 // resumedBody is a request body stream of which readUpTo read the first
 // bytes (head) before it could not hold it: it gives them again, then the
 // rest of r, and has r's trailers when r has them (upstream.TrailedBody).
+// What held counts for head (n) is given back once head has been read, or
+// at release, whichever comes first.
 type resumedBody struct {
 	head []byte
 	r    io.Reader
+	held *heldBodies
+	n    atomic.Int64
+}
+
+// newResumedBody returns the stream of head, then r, whose n bytes held
+// counts for head it gives back.
+func newResumedBody(head []byte, r io.Reader, held *heldBodies, n int64) *resumedBody {
+	b := &resumedBody{head: head, r: r, held: held}
+	b.n.Store(n)
+	return b
 }
 
 func (b *resumedBody) Read(p []byte) (int, error) {
 	if len(b.head) > 0 {
 		n := copy(p, b.head)
 		b.head = b.head[n:]
+		if len(b.head) == 0 {
+			b.head = nil // let the buffer go
+			b.release()
+		}
 		return n, nil
 	}
 	return b.r.Read(p)
 }
+
+// release gives back what held counts for head, once: the request that
+// streams b has ended, or head has been read. It is safe to call from
+// another goroutine than Read's.
+func (b *resumedBody) release() { b.held.release(b.n.Swap(0)) }
 
 // Trailer returns r's trailers, or nil when it has none.
 func (b *resumedBody) Trailer() http.Header {

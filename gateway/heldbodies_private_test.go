@@ -54,9 +54,10 @@ func (c *capWatch) Read(p []byte) (int, error) {
 
 // TestHeldBodiesCountGrowth reads bodies through heldBodies.read: what
 // it counts is the buffer, grown as the bytes come (firstRead for 1000
-// bytes of an announced 1 MiB, not 1 MiB); with no room for the next
-// growth it returns the bytes read so far with errNoRoom, counts nothing
-// for them and counts an overflow; a broken body counts nothing.
+// bytes of an announced 1 MiB, not 1 MiB), cut to the body's length when
+// the body ends before the buffer is full (1000); with no room for the next
+// growth it returns the bytes read so far with errNoRoom, still counting
+// their buffer, and counts an overflow; a broken body counts nothing.
 // (A body was counted at its announced length before any of it came.)
 func TestHeldBodiesCountGrowth(t *testing.T) {
 	var h heldBodies
@@ -67,21 +68,56 @@ func TestHeldBodiesCountGrowth(t *testing.T) {
 		t.Errorf("a broken body: counted %d (%d held), %v", n, h.bytes.Load(), err)
 	}
 
-	buf, n, err := h.read(bytes.NewReader(small), 1<<20, max)
-	if err != nil || len(buf) != len(small) || n != firstRead || h.bytes.Load() != firstRead {
-		t.Errorf("1000 bytes of 1 MiB: %d bytes, counted %d (%d held), %v; want %d counted", len(buf), n, h.bytes.Load(), err, firstRead)
+	var during int64 // what h counts once the 1000 bytes came, before the end
+	ended := readerFunc(func([]byte) (int, error) { during = h.bytes.Load(); return 0, io.EOF })
+	buf, n, err := h.read(io.MultiReader(bytes.NewReader(small), ended), 1<<20, max)
+	if during != firstRead {
+		t.Errorf("1000 bytes of 1 MiB come: %d counted, want %d", during, firstRead)
+	}
+	if err != nil || len(buf) != len(small) || cap(buf) != len(small) || n != int64(len(small)) || h.bytes.Load() != n {
+		t.Errorf("1000 bytes of 1 MiB, ended: %d bytes (a buffer of %d), counted %d (%d held), %v; want the 1000 counted", len(buf), cap(buf), n, h.bytes.Load(), err)
 	}
 	body := bytes.Repeat([]byte("x"), 3*firstRead)
 	got, m, err := h.read(bytes.NewReader(body), 1<<20, max)
-	if !errors.Is(err, errNoRoom) || m != 0 || h.bytes.Load() != n || !bytes.Equal(got, body[:2*firstRead]) {
-		t.Errorf("past the bound: %d bytes, counted %d (%d held), %v; want the %d read, errNoRoom", len(got), m, h.bytes.Load(), err, 2*firstRead)
+	if !errors.Is(err, errNoRoom) || m != 2*firstRead || h.bytes.Load() != n+m || !bytes.Equal(got, body[:2*firstRead]) {
+		t.Errorf("past the bound: %d bytes, counted %d (%d held), %v; want the %d read, counted, errNoRoom", len(got), m, h.bytes.Load(), err, 2*firstRead)
 	}
 	if h.overflows.Load() != 1 {
 		t.Errorf("%d overflows, want 1", h.overflows.Load())
 	}
-	h.release(n)
+	h.release(n + m)
 	got, m, err = h.read(bytes.NewReader(body), len(body), max)
 	if err != nil || !bytes.Equal(got, body) || m != int64(len(body)) {
 		t.Errorf("with room: %d bytes, counted %d, %v", len(got), m, err)
+	}
+}
+
+// readerFunc is a Read function as an io.Reader.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestResumedBodyReleasesOnce reads a resumedBody: its head, then the
+// rest, whole and in order; what held counts for the head is given back
+// once the head has been read, and release after that gives back nothing
+// more (nor does it for a body released before its head was read).
+func TestResumedBodyReleasesOnce(t *testing.T) {
+	var h heldBodies
+	h.reserve(2*firstRead, 2*firstRead)
+	b := newResumedBody([]byte("head "), iotest.OneByteReader(bytes.NewReader([]byte("rest"))), &h, firstRead)
+	p := make([]byte, 3)
+	if n, err := b.Read(p); n != 3 || err != nil || h.bytes.Load() != 2*firstRead {
+		t.Fatalf("first read: %d, %v, %d held", n, err, h.bytes.Load())
+	}
+	got, err := io.ReadAll(io.MultiReader(bytes.NewReader(p), b))
+	if string(got) != "head rest" || err != nil || h.bytes.Load() != firstRead {
+		t.Errorf("read %q, %v; %d held, want \"head rest\" and %d", got, err, h.bytes.Load(), firstRead)
+	}
+	b.release()
+	unread := newResumedBody([]byte("head"), bytes.NewReader(nil), &h, firstRead)
+	unread.release()
+	unread.release()
+	if h.bytes.Load() != 0 {
+		t.Errorf("%d held after the releases, want 0", h.bytes.Load())
 	}
 }

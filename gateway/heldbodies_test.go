@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/sluicehq/sluice/clock"
 )
@@ -86,6 +88,38 @@ func checkOverflows(t *testing.T, gw *testGateway, what string, overflows float6
 	}
 }
 
+// startTrickle sends with c a PUT to url that announces a body of n
+// bytes and sends the first of them (patternBody), then nothing more
+// until the function it returns (also called at the test's end) ends the
+// request.
+func startTrickle(t *testing.T, c *http.Client, url string, n, first int) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(n)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	stop := sync.OnceFunc(func() {
+		pw.CloseWithError(errors.New("the trickle is over"))
+		cancel()
+		<-done
+	})
+	t.Cleanup(stop)
+	if _, err := pw.Write(patternBody(first)); err != nil {
+		t.Fatal(err)
+	}
+	return stop
+}
+
 // TestHeldBodiesBound sends PUTs with a 96-byte body over h2c to a
 // retrying route whose target answers each body's first attempt 503:
 // with server.max_held_body_bytes 64 the body is not held (it streams,
@@ -156,30 +190,7 @@ func TestHeldBodiesCountArrivals(t *testing.T) {
 			t.Run(proto, func(t *testing.T) {
 				gw := retryGateway(t, engine, "max_held_body_bytes: 262144", failFirstUpstream(t).URL, "r", "")
 				c := protoClient(t, proto, nil, "")
-
-				ctx, cancel := context.WithCancel(context.Background())
-				pr, pw := io.Pipe()
-				trickle, err := http.NewRequestWithContext(ctx, http.MethodPut, gw.URL+"/trickle", pr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				trickle.ContentLength = budget
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					if resp, err := c.Do(trickle); err == nil {
-						resp.Body.Close()
-					}
-				}()
-				stop := sync.OnceFunc(func() {
-					pw.CloseWithError(errors.New("the trickle is over"))
-					cancel()
-					<-done
-				})
-				defer stop()
-				if _, err := pw.Write(patternBody(9 << 10)); err != nil {
-					t.Fatal(err)
-				}
+				stop := startTrickle(t, c, gw.URL+"/trickle", budget, 9<<10)
 				eventually(t, "the trickle's body held", func() bool { return heldBytes(t, gw) != 0 })
 				if got := heldBytes(t, gw); got != 16<<10 {
 					t.Errorf("with 9 KiB of 256 KiB come, %v bytes held, want 16 KiB", got)
@@ -199,5 +210,119 @@ func TestHeldBodiesCountArrivals(t *testing.T) {
 				checkOverflows(t, gw, "at the end", 1)
 			})
 		}
+	})
+}
+
+// TestHeldBodiesCountStreamedHead, on every HTTP/2 engine and over
+// HTTP/1.1, with server.max_held_body_bytes 48 KiB and a concurrency
+// limit of one slot and a queue: a client announces a body of 1 MiB and
+// sends 40 KiB of it; its buffer grows to 32 KiB, has no room to grow to
+// 64 KiB, and the body streams, the 32 KiB read first, then the rest.
+// While the request waits in the queue (another holds the slot) it keeps
+// the 32 KiB, and held counts them (sluice_held_body_bytes 32 KiB); once
+// they are sent upstream they are let go, and no longer counted, though
+// the rest still streams. (Their count was given back as the body began
+// to stream, while the request kept them until it ended: each such
+// request kept up to 512 KiB that the bound did not count, as many as
+// the clients had streams.)
+func TestHeldBodiesCountStreamedHead(t *testing.T) {
+	const sent = 40 << 10
+	forH2Engines(t, func(t *testing.T, engine string) {
+		for _, proto := range []string{"h1", "h2c"} {
+			if proto == "h1" && h2LoopsOff {
+				continue // HTTP/1.1 is served as in the loop round
+			}
+			t.Run(proto, func(t *testing.T) {
+				var got atomic.Int64
+				arrived, release := make(chan struct{}), make(chan struct{})
+				free := sync.OnceFunc(func() { close(release) })
+				up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/block" {
+						close(arrived)
+						select {
+						case <-release:
+						case <-r.Context().Done():
+						}
+						return
+					}
+					buf := make([]byte, 4<<10)
+					for {
+						n, err := r.Body.Read(buf)
+						got.Add(int64(n))
+						if err != nil {
+							return
+						}
+					}
+				})
+				gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_held_body_bytes: 49152}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: r, upstream: up, policies: {concurrency: {max: 1, queue: 1}}}
+`, engine, up.URL))
+				c := protoClient(t, proto, nil, "")
+				blocked := make(chan result, 1)
+				go func() { blocked <- do(t, c, http.MethodGet, gw.URL+"/block", nil, nil) }()
+				awaitClosed(t, arrived, "the request that holds the slot")
+
+				stopTrickle := startTrickle(t, c, gw.URL+"/trickle", 1<<20, sent)
+				stop := sync.OnceFunc(func() {
+					free()
+					stopTrickle()
+					<-blocked
+				})
+				defer stop()
+				eventually(t, "the trickle queued", func() bool { return gw.routeStatus(t, "r").ConcurrencyQueued == 1 })
+				if held := heldBytes(t, gw); held != 32<<10 {
+					t.Errorf("while the body waits in the queue, %v bytes held, want its 32 KiB buffer", held)
+				}
+				free()
+				eventually(t, "the bytes sent streamed to the target", func() bool { return got.Load() == sent })
+				eventually(t, "the buffer given back once sent", func() bool { return heldBytes(t, gw) == 0 })
+				stop()
+				checkOverflows(t, gw, "at the end", 1)
+			})
+		}
+	})
+}
+
+// TestHeldBodiesGRPCCountsItsLength makes, on a retrying route with
+// server.max_held_body_bytes 24 KiB, a unary call that the target holds
+// open, then, beside it, one whose first attempt fails UNAVAILABLE: the
+// first call's request, of a few bytes, is held (and counted) at its
+// length, so the second one's is held too and retried (OK), no overflow.
+// (A request of unknown length is read into a first buffer of 16 KiB,
+// which the call kept, and held counted, to its end: the second call had
+// no room, streamed once, and failed; each held call took 16 KiB of the
+// bound however short its request.)
+func TestHeldBodiesGRPCCountsItsLength(t *testing.T) {
+	forH2Engines(t, func(t *testing.T, engine string) {
+		up := startGRPCUpstream(t)
+		gw := retryGateway(t, engine, "max_held_body_bytes: 24576", "http://"+up.addr, "grpc", "    grpc: {idempotent: [/grpc.testing.TestService/UnaryCall]}\n")
+		c := grpcClient(t, gw.Addr)
+		ctx, cancel := context.WithCancel(callCtx(t))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = c.UnaryCall(ctx, &testgrpc.SimpleRequest{Payload: payload([]byte("block"))})
+		}()
+		defer func() { cancel(); <-done }()
+		select {
+		case <-up.blocked:
+		case <-time.After(waitLimit):
+			t.Fatal("the first call did not reach the target")
+		}
+		if held := heldBytes(t, gw); held == 0 || held > 64 {
+			t.Errorf("a call of a few bytes in flight: %v bytes held, want its length", held)
+		}
+		up.failFirst.Store(1)
+		if st, _ := unary(t, c, "retried"); st.Code() != codes.OK {
+			t.Errorf("the second call: %v, want OK (held, retried)", st)
+		}
+		cancel()
+		<-done
+		eventually(t, "the first call's request given back", func() bool { return heldBytes(t, gw) == 0 })
+		checkOverflows(t, gw, "at the end", 0)
 	})
 }

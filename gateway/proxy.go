@@ -75,6 +75,7 @@ type exchange struct {
 	held    *heldBodies       // counts body's length (reset releases it); nil when not held
 	heldN   int64             // the length held counts
 	stream  io.Reader         // the body when not replayable
+	resumed *resumedBody      // stream's first bytes, read before held had no room (reset releases them); nil: none
 	sent    bool              // stream was given to an attempt
 	final   bool              // a failed attempt must not be retried
 	trusted bool              // the client is a trusted proxy: its X-Forwarded-Proto and -Host stand
@@ -93,6 +94,9 @@ type exchange struct {
 func (x *exchange) reset() *exchange {
 	if x.held != nil {
 		x.held.release(x.heldN)
+	}
+	if x.resumed != nil {
+		x.resumed.release()
 	}
 	*x = exchange{xff: x.xff[:0], watch: x.watch}
 	x.watch.cut = upstream.Interrupt{}

@@ -145,9 +145,12 @@ func (ts *tunnels) goAway() int {
 	return len(away)
 }
 
-// sendAway sends the open tunnels away and returns them. Each is kept
-// once in ts.away and forgotten as open, so that goAway and shutdown,
-// which may all run, never count a tunnel twice.
+// sendAway sends the open tunnels away, all at once (each close frame's
+// write to a side that does not read waits up to a second: one after
+// another, n such clients would hold shutdown n seconds), and returns
+// them once each has ended. Each is kept once in ts.away and forgotten as
+// open, so that goAway and shutdown, which may all run, never count a
+// tunnel twice.
 func (ts *tunnels) sendAway() []*wstunnel.Tunnel {
 	ts.mu.Lock()
 	open := make([]*wstunnel.Tunnel, 0, len(ts.open))
@@ -157,8 +160,10 @@ func (ts *tunnels) sendAway() []*wstunnel.Tunnel {
 	}
 	ts.away = append(ts.away, open...)
 	ts.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, t := range open {
-		t.GoAway()
+		wg.Go(t.GoAway)
 	}
+	wg.Wait()
 	return open
 }

@@ -55,7 +55,7 @@ func newFlowDescs() flowDescs {
 		hedged: prometheus.NewDesc("sluice_hedged_requests_total",
 			"Requests a route ran hedged (those that may be sent twice), by route.", route, nil),
 		hedges: prometheus.NewDesc("sluice_hedges_total",
-			"Hedges a route sent: second attempts started because the first had not answered after the hedge delay, counted when they end, by route; a hedge due but not sent (its request cannot be sent twice) is not counted.", route, nil),
+			"Hedges a route sent: second attempts started because the first had not answered after the hedge delay, counted when they end, by route; a hedge due but not sent (its request cannot be sent twice, or the route's policies refused it) is not counted.", route, nil),
 		hedgeWins: prometheus.NewDesc("sluice_hedge_wins_total",
 			"Hedged requests that a hedge answered first, by route.", route, nil),
 		hedgeRefused: prometheus.NewDesc("sluice_hedge_budget_exhausted_total",

@@ -36,7 +36,7 @@ sluice_hedge_wins_total{route="infer"} 4
 # HELP sluice_hedged_requests_total Requests a route ran hedged (those that may be sent twice), by route.
 # TYPE sluice_hedged_requests_total counter
 sluice_hedged_requests_total{route="infer"} 40
-# HELP sluice_hedges_total Hedges a route sent: second attempts started because the first had not answered after the hedge delay, counted when they end, by route; a hedge due but not sent (its request cannot be sent twice) is not counted.
+# HELP sluice_hedges_total Hedges a route sent: second attempts started because the first had not answered after the hedge delay, counted when they end, by route; a hedge due but not sent (its request cannot be sent twice, or the route's policies refused it) is not counted.
 # TYPE sluice_hedges_total counter
 sluice_hedges_total{route="infer"} 6
 # HELP sluice_last_good_bytes Size in bytes of the answers a route's last-good fallback keeps now, as counted against its max_bytes.

@@ -51,6 +51,10 @@ func batchScheduling() (int, error) {
 				continue
 			}
 			attr.Policy = unix.SCHED_BATCH
+			// Since Linux 6.12, sched_getattr reports the thread's time
+			// slice in Runtime; given back, it would pin the slice to the
+			// base slice of today instead of following the system's.
+			attr.Runtime = 0
 			if err := unix.SchedSetAttr(tid, attr, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 				return moved, fmt.Errorf("setting thread %d's scheduling policy: %w", tid, err)
 			}

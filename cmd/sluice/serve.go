@@ -74,7 +74,7 @@ func serve(args []string, stderr io.Writer) int {
 	log := gateway.NewLogger(cfg.Log, stderr)
 	if *batch {
 		if _, err := batchScheduling(); err != nil {
-			log.Warn("running under the normal scheduling policy", "error", err)
+			log.Warn("threads not moved to SCHED_BATCH run under the normal scheduling policy", "error", err)
 		}
 	}
 	if err := runGateway(context.Background(), *path, cfg, *watch, log, nil); err != nil {

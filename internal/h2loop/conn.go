@@ -512,12 +512,14 @@ func (c *Conn) data(f *http2.DataFrame) {
 
 // giveBack counts n bytes of the connection's window as free again (a
 // body's bytes a taken stream's handler consumed, or any other DATA's as
-// it arrives), and opens the window once half of it is free: the
+// it arrives), and opens the window once half of it is free, or once
+// what is free is at least the window left (taken streams may hold more
+// than half unconsumed, and the other streams must still go on): the
 // connection holds at most ConnWindow of taken streams' unconsumed body
 // bytes.
 func (c *Conn) giveBack(n int64) {
 	c.recvTaken += n
-	if c.recvTaken >= int64(c.cfg.ConnWindow)/2 {
+	if c.recvTaken >= int64(c.cfg.ConnWindow)/2 || c.recvTaken >= c.recvWindow {
 		_ = c.fr.WriteWindowUpdate(0, uint32(c.recvTaken))
 		c.recvWindow += c.recvTaken
 		c.recvTaken = 0

@@ -179,3 +179,36 @@ func TestTakenBodiesHoldTheConnectionWindow(t *testing.T) {
 		t.Fatalf("a byte past the connection window: sent %+v, want GOAWAY FLOW_CONTROL_ERROR", got)
 	}
 }
+
+// TestHeldBodiesLeaveTheRestOfTheWindow: while taken streams hold more
+// than half the connection's window unconsumed, the bytes other streams
+// send still open it again, once what is to be given back is at least
+// the window left. (They waited for half the window, which the bytes not
+// held could never make: the connection stalled, every other stream with
+// it, until the handler consumed.)
+func TestHeldBodiesLeaveTheRestOfTheWindow(t *testing.T) {
+	const conn, frame = 1 << 16, 1 << 14
+	h := newHarness(t, Config{StreamWindow: 1 << 16, ConnWindow: conn, MaxConcurrentStreams: 10})
+	h.onOpen = func(s *Stream) bool { return s.ID == 1 }
+	post := func(id uint32) {
+		h.headers(id, h.block(":method", "POST", ":scheme", "http", ":path", "/"), false)
+	}
+	post(1)
+	for range 3 { // held, unconsumed: three quarters
+		_ = h.fr.WriteData(1, false, make([]byte, frame))
+	}
+	post(3) // held whole, and served: the last quarter
+	_ = h.fr.WriteData(3, true, make([]byte, frame))
+	got := h.feed()
+	if inc := connUpdates(got); inc != frame {
+		t.Fatalf("a quarter of the window left and given back: connection WINDOW_UPDATE %d (sent %+v), want %d", inc, got, frame)
+	}
+	post(5)
+	_ = h.fr.WriteData(5, true, make([]byte, frame))
+	if got := h.feed(); connUpdates(got) != frame {
+		t.Fatalf("the quarter sent again: sent %+v, want a connection WINDOW_UPDATE %d", got, frame)
+	}
+	if len(h.served) != 2 {
+		t.Fatalf("served %d requests, want 2", len(h.served))
+	}
+}
