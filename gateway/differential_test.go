@@ -276,30 +276,41 @@ func TestH2TrailerClaimsDropped(t *testing.T) {
 // says the :authority, in any case, passes.
 func TestH2OneHost(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		u := startRecordingUpstream(t)
-		gw := gatewayTo(t, engine, u.Addr)
-		h := dialH2(t, gw.Addr)
-		for i, c := range []struct {
-			fields []string
-			want   string
-		}{
+		checkH2Hosts(t, engine, []string{":method", "GET", ":scheme", "http", ":authority", "x"}, []h2HostCase{
 			{[]string{":path", "http://evil/a"}, "400"},
 			{[]string{":path", "http://x/a"}, "400"},
 			{[]string{":path", "/a", "host", "evil"}, "400"},
 			{[]string{":path", "/a", "host", "x", "host", "evil"}, "400"},
 			{[]string{":path", "/a", "host", "X"}, "200"},
 			{[]string{":path", "/a"}, "200"},
-		} {
-			id := uint32(2*i + 1)
-			before := u.count()
-			h.headers(t, id, true, append([]string{":method", "GET", ":scheme", "http", ":authority", "x"}, c.fields...)...)
-			st, _ := h.read(t, id)
-			msgs, _ := u.since(before)
-			if st != c.want || (c.want == "400") != (len(msgs) == 0) {
-				t.Fatalf("%q: status %s, upstream read %d messages; want %s", c.fields, st, len(msgs), c.want)
-			}
-		}
+		})
 	})
+}
+
+// h2HostCase is a request's fields after checkH2Hosts's, and the status
+// it wants.
+type h2HostCase struct {
+	fields []string
+	want   string
+}
+
+// checkH2Hosts sends each case's request, fields after first, on one
+// HTTP/2 connection to a gateway of engine's, and checks its status, and
+// that the upstream read it unless it was refused 400.
+func checkH2Hosts(t *testing.T, engine string, first []string, cases []h2HostCase) {
+	u := startRecordingUpstream(t)
+	gw := gatewayTo(t, engine, u.Addr)
+	h := dialH2(t, gw.Addr)
+	for i, c := range cases {
+		id := uint32(2*i + 1)
+		before := u.count()
+		h.headers(t, id, true, append(append([]string(nil), first...), c.fields...)...)
+		st, _ := h.read(t, id)
+		msgs, _ := u.since(before)
+		if st != c.want || (c.want == "400") != (len(msgs) == 0) {
+			t.Fatalf("%q: status %s, upstream read %d messages; want %s", c.fields, st, len(msgs), c.want)
+		}
+	}
 }
 
 // TestH2EmptyAuthoritySecondHost: without :authority, the first host
@@ -308,26 +319,11 @@ func TestH2OneHost(t *testing.T) {
 // second ("", then "evil") as the host, where net/http's path answers 400.
 func TestH2EmptyAuthoritySecondHost(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		u := startRecordingUpstream(t)
-		gw := gatewayTo(t, engine, u.Addr)
-		h := dialH2(t, gw.Addr)
-		for i, c := range []struct {
-			fields []string
-			want   string
-		}{
+		checkH2Hosts(t, engine, []string{":method", "GET", ":scheme", "http", ":path", "/a"}, []h2HostCase{
 			{[]string{"host", "", "host", "evil"}, "400"},
 			{[]string{"host", "x", "host", "evil"}, "400"},
 			{[]string{"host", "x"}, "200"},
-		} {
-			id := uint32(2*i + 1)
-			before := u.count()
-			h.headers(t, id, true, append([]string{":method", "GET", ":scheme", "http", ":path", "/a"}, c.fields...)...)
-			st, _ := h.read(t, id)
-			msgs, _ := u.since(before)
-			if st != c.want || (c.want == "400") != (len(msgs) == 0) {
-				t.Fatalf("%q: status %s, upstream read %d messages; want %s", c.fields, st, len(msgs), c.want)
-			}
-		}
+		})
 	})
 }
 
