@@ -5,7 +5,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -227,10 +226,7 @@ func h2AwaitWindow(t *testing.T, fr *h2Client, id uint32) {
 func TestH2LoopsXNetTransport(t *testing.T) {
 	up := startUpstream(t, "up", nil)
 	tg := h2LoopsGateway(t, up, "")
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}}
+	tr := h2cTransport()
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, Timeout: waitLimit}
 	for i := range 5 {

@@ -4,16 +4,11 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
-
-	"golang.org/x/net/http2"
 )
 
 // TestH2LoopsCrowdedBodiesBridged: past what one connection may hold of
@@ -32,12 +27,7 @@ func TestH2LoopsCrowdedBodiesBridged(t *testing.T) {
 	})
 	defer g.open()
 	tg := h2LoopsGateway(t, up, "")
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr, Timeout: waitLimit}
+	c := protoClient(t, "h2c", nil, "")
 	var wg sync.WaitGroup
 	results := make([]result, streams)
 	errs := make([]error, streams)

@@ -68,9 +68,7 @@ type h2WS struct {
 // by waitLimit and closed when the test ends.
 func dialH2WS(t *testing.T, addr, path string, header http.Header) *h2WS {
 	t.Helper()
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}}
+	tr := h2cTransport()
 	return dialH2WSOver(t, tr, "http://"+addr+path, header)
 }
 
@@ -519,9 +517,7 @@ routes:
 // as server.read_timeout makes it do; an error if the wait reached
 // waitLimit instead.
 func readTimedOut(addr string) error {
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}}
+	tr := h2cTransport()
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -540,4 +536,12 @@ func readTimedOut(addr string) error {
 		return fmt.Errorf("not ended by the read timeout in %v", waitLimit)
 	}
 	return nil
+}
+
+// h2cTransport is golang.org/x/net/http2's client over h2c with prior
+// knowledge.
+func h2cTransport() *http2.Transport {
+	return &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
 }

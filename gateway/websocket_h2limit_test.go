@@ -1,13 +1,8 @@
 package gateway_test
 
 import (
-	"context"
-	"crypto/tls"
-	"net"
 	"net/http"
 	"testing"
-
-	"golang.org/x/net/http2"
 )
 
 // TestWebSocketsPerHTTP2Connection opens WebSockets over one HTTP/2
@@ -30,9 +25,7 @@ upstreams:
 routes:
   - {name: ws, upstream: up}
 `, engine, up.URL))
-		tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		}}
+		tr := h2cTransport()
 		url := "http://" + gw.Addr + "/ws"
 		a := dialH2WSOver(t, tr, url, nil)
 		b := dialH2WSOver(t, tr, url, nil)
