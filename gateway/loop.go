@@ -62,9 +62,9 @@ type loopEngine struct {
 
 	conns     atomic.Int64 // client connections on the loops
 	handovers atomic.Uint64
-	tlsConns  atomic.Uint64  // TLS connections the loops took (see serveTLS)
-	streams   sync.WaitGroup // responses streaming from goroutines
-	bridged   sync.WaitGroup // bridged HTTP/2 streams' goroutines (see h2Bridge)
+	tlsConns  atomic.Uint64 // TLS connections the loops took (see serveTLS)
+	streams   inFlight      // responses streaming from goroutines
+	bridged   inFlight      // bridged HTTP/2 streams' goroutines (see h2Bridge)
 	draining  atomic.Bool
 	stopped   chan struct{} // closed once the loops have stopped (see stop)
 	stopOnce  sync.Once
@@ -171,7 +171,7 @@ func (e *loopEngine) shutdown(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	streamed := make(chan struct{})
-	go func() { e.streams.Wait(); e.bridged.Wait(); close(streamed) }()
+	go func() { <-e.streams.idle(); <-e.bridged.idle(); close(streamed) }()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	var err error
@@ -201,12 +201,10 @@ wait:
 	err = errors.Join(err, e.stop())
 	// Stopping closed the connections left, cancelling their bridged
 	// streams, whose goroutines then end at once.
-	bridged := make(chan struct{})
-	go func() { e.bridged.Wait(); close(bridged) }()
 	t := time.NewTimer(bridgeEndWait)
 	defer t.Stop()
 	select {
-	case <-bridged:
+	case <-e.bridged.idle():
 	case <-t.C:
 		err = errors.Join(err, errBridgedLeft)
 	}

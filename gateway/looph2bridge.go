@@ -150,7 +150,7 @@ func (h *loopH2) bridge(s *h2loop.Stream, whole bool) {
 		b.inEnd, b.trailer = true, s.Trailer
 	}
 	w := &bridgeWriter{b: b, head: http.Header{}, method: s.Method}
-	h.l.e.bridged.Add(1)
+	h.l.e.bridged.add()
 	go b.serve(w, r) // it ends with its stream, or its connection (see h2Bridge)
 }
 
@@ -228,7 +228,7 @@ func (h *loopH2) remoteAddr() string {
 
 // serve runs the handler through w.
 func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request) {
-	defer b.h.l.e.bridged.Done()
+	defer b.h.l.e.bridged.done()
 	defer b.cancel()
 	b.answer(w, func() { b.h.l.e.g.h2.ServeHTTP(w, r) })
 }

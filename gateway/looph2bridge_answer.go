@@ -17,14 +17,14 @@ func (h *loopH2) unstreamed(st *h2Stream) {
 	b := h.newBridge(st.s)
 	b.st, b.inEnd, b.up = st, true, st.cc.stream
 	w := &bridgeWriter{b: b, head: http.Header{}, method: st.s.Method}
-	h.l.e.bridged.Add(1)
+	h.l.e.bridged.add()
 	go b.streamAnswer(w) // it ends with its stream, or its connection (see h2Bridge)
 }
 
 // streamAnswer sends the answer in b.st's request state through w; a body
 // that breaks off resets the stream.
 func (b *h2Bridge) streamAnswer(w *bridgeWriter) {
-	defer b.h.l.e.bridged.Done()
+	defer b.h.l.e.bridged.done()
 	defer b.cancel()
 	cc := &b.st.cc
 	if dl := cc.streamDeadline; !dl.IsZero() {

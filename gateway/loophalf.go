@@ -41,14 +41,14 @@ func (cc *clientConn) halfClose() bool {
 		e.handoff.deliver(nc)
 	case stateStreaming:
 		cc.state = stateGone
-		e.streams.Add(1)
+		e.streams.add()
 		go func() {
-			defer e.streams.Done()
+			defer e.streams.done()
 			cc.streamResponse(nc)
 		}()
 	case stateBusy:
 		cc.half = nc
-		e.streams.Add(1) // until answerHalf
+		e.streams.add() // until answerHalf
 		// Past watchDelay already, the timer fires at once.
 		time.AfterFunc(cc.start.Add(watchDelay).Sub(now), func() { e.execute(l, cc.halfLeft) })
 	}
@@ -71,7 +71,7 @@ func (cc *clientConn) streamHalf() {
 	nc, e := cc.half, cc.l.e
 	cc.half, cc.state = nil, stateGone
 	go func() {
-		defer e.streams.Done() // taken in halfClose
+		defer e.streams.done() // taken in halfClose
 		cc.streamResponse(nc)
 	}()
 }
@@ -86,7 +86,7 @@ func (cc *clientConn) answerHalf() {
 	cc.half, cc.halfOut, cc.state = nil, nil, stateGone
 	wt := e.g.state.Load().cfg.Server.WriteTimeout.D()
 	go func() {
-		defer e.streams.Done() // taken in halfClose
+		defer e.streams.done() // taken in halfClose
 		if !readAhead(nc) {
 			last = true
 		}

@@ -331,9 +331,9 @@ func (cc *clientConn) streamOut() gnet.Action {
 		return gnet.Close
 	}
 	e := cc.l.e
-	e.streams.Add(1)
+	e.streams.add()
 	go func() {
-		defer e.streams.Done()
+		defer e.streams.done()
 		cc.streamResponse(nc)
 	}()
 	return gnet.Close
