@@ -496,6 +496,11 @@ func (c *Conn) data(f *http2.DataFrame) {
 		c.streamData(s, data, length-int64(len(data)), f.StreamEnded())
 		return
 	}
+	if s.Body == nil && s.ContentLength > 0 {
+		// Its whole length at once, as HeldBodies counts it: grown by
+		// append, a body could take up to twice that.
+		s.Body = make([]byte, 0, s.ContentLength)
+	}
 	s.Body = append(s.Body, data...)
 	if s.ContentLength >= 0 && int64(len(s.Body)) > s.ContentLength {
 		c.resetStream(s.ID, http2.ErrCodeProtocol)

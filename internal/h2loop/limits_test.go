@@ -292,3 +292,19 @@ func TestHeldBodies(t *testing.T) {
 		t.Fatalf("crowded streams %v, want [5]", crowded)
 	}
 }
+
+// TestHeldBodyTakesItsLength: a body held whole takes its content-length,
+// as HeldBodies counts it, however small its DATA frames (grown by append
+// it took more: up to twice its length).
+func TestHeldBodyTakesItsLength(t *testing.T) {
+	const length, frame = 60000, 1000
+	h := newHarness(t, Config{})
+	h.headers(1, h.block(":method", "POST", ":scheme", "http", ":path", "/", "content-length", "60000"), false)
+	for i := 0; i < length; i += frame {
+		_ = h.fr.WriteData(1, i+frame == length, make([]byte, frame))
+	}
+	h.feed()
+	if len(h.served) != 1 || len(h.served[0].Body) != length || cap(h.served[0].Body) != length {
+		t.Fatalf("served %d; body %d bytes in a buffer of %d", len(h.served), len(h.served[0].Body), cap(h.served[0].Body))
+	}
+}
