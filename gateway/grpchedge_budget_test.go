@@ -29,7 +29,7 @@ func TestGRPCUnsentHedgeKeepsBudget(t *testing.T) {
 		}
 		<-s.first
 		recvStream(t, st, s, 1, 4)
-
+		callsEnded(t, gw)
 		base := gw.Clock.Timers()
 		in, err := c.StreamingInputCall(callCtx(t))
 		if err != nil {
@@ -50,6 +50,7 @@ func TestGRPCUnsentHedgeKeepsBudget(t *testing.T) {
 			t.Fatalf("the client stream: %v, %v", resp, err)
 		}
 
+		callsEnded(t, gw)
 		base = gw.Clock.Timers()
 		st, err = c.StreamingOutputCall(callCtx(t), &testgrpc.StreamingOutputCallRequest{Payload: payload([]byte("hedge")), ResponseParameters: one})
 		if err != nil {
@@ -74,4 +75,12 @@ sluice_hedges_total{route="grpc"} 1
 sluice_hedge_wins_total{route="grpc"} 1
 `, "sluice_hedges_total", "sluice_hedge_wins_total")
 	})
+}
+
+// callsEnded waits for the gateway to end the calls on route grpc that
+// its client saw end, so that their timers are gone before the test
+// counts the next call's.
+func callsEnded(t *testing.T, gw *testGateway) {
+	t.Helper()
+	eventually(t, "the route's calls ended", func() bool { return gw.routeStatus(t, "grpc").InFlight == 0 })
 }
