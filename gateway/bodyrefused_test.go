@@ -225,29 +225,37 @@ func TestBodyTooLargeClosesOverTLS(t *testing.T) {
 		ca := testpki.NewCA(t)
 		up := startUpstream(t, "up", nil)
 		gw := tlsGateway(t, engine, "max_body_bytes: 1024", certList(ca.Server("localhost", "127.0.0.1")), up.URL)
-		addr := serveTLS(t, gw)
-		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * waitLimit))
-		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", big)
-		if _, err := io.Copy(c, io.LimitReader(newPattern(1, big), big)); err != nil {
-			t.Fatalf("sending the body: %v (the gateway cut the connection before the client read its answer)", err)
-		}
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("reading the answer: %v", err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 413 || !resp.Close {
-			t.Fatalf("answer %d (close %v), want 413 with Connection: close", resp.StatusCode, resp.Close)
-		}
-		if rest, err := io.ReadAll(br); len(rest) > 0 || err != nil {
-			t.Errorf("after the 413: %q, %v; want the end of the connection", rest, err)
-		}
+		checkRefusedOverTLS(t, gw, ca, "", big, 413)
 	})
+}
+
+// checkRefusedOverTLS sends a POST with extra head fields and a body of
+// size bytes, whole, over gw's TLS listener before reading, and checks
+// the answer is want with Connection: close, and that the connection then
+// ends (the client reads its answer: no reset).
+func checkRefusedOverTLS(t *testing.T, gw *testGateway, ca *testpki.CA, extra string, size int64, want int) {
+	t.Helper()
+	c, err := tls.Dial("tcp", serveTLS(t, gw), &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * waitLimit))
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n", extra, size)
+	if _, err := io.Copy(c, io.LimitReader(newPattern(1, size), size)); err != nil {
+		t.Fatalf("sending the body: %v (the gateway cut the connection before the client read its answer)", err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want || !resp.Close {
+		t.Fatalf("answer %d (close %v), want %d with Connection: close", resp.StatusCode, resp.Close, want)
+	}
+	if rest, err := io.ReadAll(br); len(rest) > 0 || err != nil {
+		t.Errorf("after the %d: %q, %v; want the end of the connection", want, rest, err)
+	}
 }

@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -84,28 +82,6 @@ upstreams:
 routes:
   - {name: all, upstream: up}
 `, engine, certList(ca.Server("localhost", "127.0.0.1")), up.URL))
-		c, err := tls.Dial("tcp", serveTLS(t, gw), &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * waitLimit))
-		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nX-Long: %s\r\nContent-Length: %d\r\n\r\n", strings.Repeat("l", 8000), big)
-		if _, err := io.Copy(c, io.LimitReader(newPattern(1, big), big)); err != nil {
-			t.Fatalf("sending the body: %v (the gateway cut the connection before the client read its answer)", err)
-		}
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("reading the answer: %v", err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 431 || !resp.Close {
-			t.Fatalf("answer %d (close %v), want 431 with Connection: close", resp.StatusCode, resp.Close)
-		}
-		if rest, err := io.ReadAll(br); len(rest) > 0 || err != nil {
-			t.Errorf("after the 431: %q, %v; want the end of the connection", rest, err)
-		}
+		checkRefusedOverTLS(t, gw, ca, "X-Long: "+strings.Repeat("l", 8000)+"\r\n", big, 431)
 	})
 }
