@@ -160,7 +160,8 @@ type Server struct {
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
 	// A connection whose responses wait for the client to read them is not
-	// idle: WriteTimeout bounds it.
+	// idle: WriteTimeout bounds it. An HTTP/2 connection is idle while no
+	// stream is open, whatever other frames come.
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// WriteTimeout bounds each wait to send a response to a client: a
 	// client that reads nothing of it for this long (as one that stopped

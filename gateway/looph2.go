@@ -40,7 +40,8 @@ type loopH2 struct {
 	tls      *tls.ConnectionState // the bridged streams' r.TLS; nil on h2c
 	outWait  []*h2Bridge          // bridged streams waiting for the client to read (see h2Bridge.credit)
 
-	lastActive time.Time // when a frame last came
+	lastActive time.Time // when a stream was last seen open, or the connection began
+	busy       bool      // a stream was open since the last flush
 	wake       *time.Timer
 	wakeAt     time.Time // when wake is due
 	reading    bool      // wake is due by the read timeout of the requests arriving
@@ -150,9 +151,6 @@ func (h *loopH2) traffic() gnet.Action {
 		h.unread()
 	}
 	buf, _ := c.Peek(-1)
-	if len(buf) > 0 {
-		h.lastActive = time.Now()
-	}
 	h.feeding = true
 	n := h.core.Feed(buf)
 	h.feeding = false
@@ -179,9 +177,8 @@ func (h *loopH2) traffic() gnet.Action {
 
 // idle resets the streams whose requests have not arrived whole within
 // server.read_timeout, and closes the connection (reporting true) after
-// server.idle_timeout without a frame and without a stream open, or once
-// the gateway drains and its streams have ended; else it sets the wake
-// timer again.
+// server.idle_timeout without a stream open, or once the gateway drains
+// and its streams have ended; else it sets the wake timer again.
 func (h *loopH2) idle() bool {
 	srv := &h.l.e.g.state.Load().cfg.Server
 	now := time.Now()
@@ -260,8 +257,15 @@ func (h *loopH2) poll() {
 }
 
 // flush writes the connection's output; a connection that is done then
-// closes in its next event.
+// closes in its next event. It notes when a stream was last seen open: the
+// idle timeout runs from then, so that frames that open no stream (PING,
+// WINDOW_UPDATE, a frame trickled a byte at a time) do not keep a
+// connection, as on net/http's HTTP/2 server.
 func (h *loopH2) flush() {
+	if n := h.core.Active(); n > 0 || h.busy {
+		h.lastActive = time.Now()
+		h.busy = n > 0
+	}
 	if out := h.core.Output(); len(out) > 0 {
 		_, _ = h.c.Write(out)
 		h.core.Sent()
@@ -286,6 +290,7 @@ func (h *loopH2) closed() {
 // Serve takes a request that arrived whole through its route's lifecycle,
 // or to a goroutine (bridge) when the loops cannot serve it.
 func (h *loopH2) Serve(s *h2loop.Stream) {
+	h.busy = true
 	st := h.stream()
 	st.s, s.Value = s, st
 	cc := &st.cc
