@@ -205,7 +205,8 @@ func (c *Conn) ExpireArriving(t time.Time) (oldest time.Time) {
 }
 
 // Shutdown sends GOAWAY: the streams open go on, no new one is served, and
-// the connection is Closed once they end.
+// the connection is Closed once they end. The client's GOAWAY shuts the
+// connection down so too.
 func (c *Conn) Shutdown() {
 	if c.goingAway || c.closed {
 		return
@@ -344,7 +345,9 @@ func (c *Conn) frame(f http2.Frame) {
 	case *http2.RSTStreamFrame:
 		c.rstStream(f)
 	case *http2.GoAwayFrame:
-		c.goingAway = true
+		// No new stream, as net/http's server answers it: its own GOAWAY
+		// tells the client which of its streams are served.
+		c.Shutdown()
 	case *http2.PriorityFrame:
 		if c.controlled() && f.StreamDep == f.StreamID {
 			c.resetStream(f.StreamID, http2.ErrCodeProtocol)
