@@ -93,6 +93,7 @@ type Conn struct {
 	pacedBytes   int // of blockedBytes, the paced streams' (see SetPaced)
 
 	ready []*Stream // requests arrived whole during Feed, served at its end
+	gone  gone      // streams the server ended while their requests arrived
 
 	resets    int // client resets of streams not yet answered, net of answers
 	control   int // control frames since the last request
@@ -473,6 +474,9 @@ func (c *Conn) data(f *http2.DataFrame) {
 			c.fail(http2.ErrCodeProtocol, "DATA on an idle stream")
 			return
 		}
+		if s == nil && c.gone.data(f.StreamID, length, f.StreamEnded()) {
+			return // sent before the client learnt that the stream ended
+		}
 		if c.controlled() {
 			c.resetStream(f.StreamID, http2.ErrCodeStreamClosed)
 		}
@@ -606,6 +610,7 @@ func (c *Conn) arrived(s *Stream) {
 func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 	_ = c.fr.WriteRSTStream(id, code)
 	if s := c.streams[id]; s != nil {
+		c.ended(s)
 		c.closeStream(s)
 		if s.served && s.streamed && s.answered {
 			c.h.Cancel(s) // its answer was not sent whole
@@ -617,6 +622,15 @@ func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 				c.calm("too many resets")
 			}
 		}
+	}
+}
+
+// ended notes that the server ends s: while its request is still
+// arriving, the frames the client sent before it learns of the end are
+// ignored (see gone).
+func (c *Conn) ended(s *Stream) {
+	if s.state == stateOpen {
+		c.gone.add(s.ID, s.recvWindow, c.cfg.MaxConcurrentStreams)
 	}
 }
 

@@ -50,8 +50,12 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 		s.trailing = true
 		c.hb.s, c.hb.trailers = s, true
 	case id <= c.maxID:
-		c.fail(http2.ErrCodeStreamClosed, "HEADERS on a closed stream")
-		return
+		if !c.gone.trailers(id) {
+			c.fail(http2.ErrCodeStreamClosed, "HEADERS on a closed stream")
+			return
+		}
+		// Trailers sent before the client learnt that the stream ended:
+		// decoded, for the table, and dropped.
 	default:
 		c.maxID = id
 		switch {
@@ -187,6 +191,9 @@ func (c *Conn) endBlock() {
 	switch {
 	case hb.refuse:
 		_ = c.fr.WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
+		if !hb.endStream {
+			c.gone.add(hb.id, int64(c.cfg.StreamWindow), c.cfg.MaxConcurrentStreams)
+		}
 		return
 	case s == nil, s.state == stateClosed:
 		return

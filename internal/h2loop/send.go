@@ -220,6 +220,7 @@ func (c *Conn) sendBlocked() {
 func (c *Conn) finish(s *Stream) {
 	if s.state == stateOpen {
 		_ = c.fr.WriteRSTStream(s.ID, http2.ErrCodeNo)
+		c.ended(s)
 	}
 	c.closeStream(s)
 	if c.resets > 0 {

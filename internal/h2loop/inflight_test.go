@@ -1,0 +1,73 @@
+package h2loop
+
+import (
+	"testing"
+
+	"golang.org/x/net/http2"
+)
+
+// TestFramesInFlightAfterReset: the DATA frames and trailers a client sent
+// before it learnt that the server ended its stream (an answer before the
+// body's end, a stream refused at its HEADERS) are ignored, as RFC 9113
+// section 5.1 requires, within what the stream's window let it send: each
+// got RST_STREAM and counted as a control frame, so that a client sending
+// its body in small frames lost its connection (ENHANCE_YOUR_CALM) for
+// frames it could not withdraw. Past the window, a frame is the client's
+// fault again.
+func TestFramesInFlightAfterReset(t *testing.T) {
+	const frames = 100 // 10 bytes each: 1000 of the 65536 the window allows
+	noFrames := func(t *testing.T, h *harness, got []frame) {
+		t.Helper()
+		if len(got) != 0 || h.c.Closed() {
+			t.Fatalf("sent %+v, closed %v", got, h.c.Closed())
+		}
+	}
+	t.Run("answered early", func(t *testing.T) {
+		h := newHarness(t, Config{MaxControlFrames: 20})
+		h.onOpen = func(*Stream) bool { return true }
+		h.headers(1, h.post("/"), false)
+		_ = h.fr.WriteData(1, false, make([]byte, 10))
+		h.feed()
+		h.c.Respond(h.opened[0], 200, nil, nil)
+		if got := h.sent(); len(got) != 2 || got[1].typ != http2.FrameRSTStream || got[1].code != http2.ErrCodeNo {
+			t.Fatalf("got %+v, want the answer and RST_STREAM NO_ERROR", got)
+		}
+		for range frames {
+			_ = h.fr.WriteData(1, false, make([]byte, 10))
+		}
+		_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h.block("x-t", "1"), EndStream: true, EndHeaders: true})
+		noFrames(t, h, h.feed())
+		// The stream's trailers went through the decoder: the next
+		// request's fields are read right.
+		h.headers(3, h.get("/", "x-t", "1"), true)
+		noFrames(t, h, h.feed())
+		if len(h.served) != 1 || field(h.served[0].Header, "x-t") != "1" {
+			t.Fatalf("served %d", len(h.served))
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t, Config{MaxControlFrames: 20, MaxConcurrentStreams: 1})
+		h.headers(1, h.post("/"), false)
+		h.headers(3, h.post("/"), false)
+		rst(t, h.feed(), 3, http2.ErrCodeRefusedStream)
+		for range frames {
+			_ = h.fr.WriteData(3, false, make([]byte, 10))
+		}
+		_ = h.fr.WriteData(3, true, nil)
+		noFrames(t, h, h.feed())
+		// After its END_STREAM, a frame of the stream is the client's
+		// fault.
+		_ = h.fr.WriteData(3, false, make([]byte, 10))
+		rst(t, h.feed(), 3, http2.ErrCodeStreamClosed)
+	})
+	t.Run("past the window", func(t *testing.T) {
+		h := newHarness(t, Config{MaxControlFrames: 20, MaxConcurrentStreams: 1, StreamWindow: 100})
+		h.headers(1, h.post("/"), false)
+		h.headers(3, h.post("/"), false)
+		rst(t, h.feed(), 3, http2.ErrCodeRefusedStream)
+		_ = h.fr.WriteData(3, false, make([]byte, 100))
+		noFrames(t, h, h.feed())
+		_ = h.fr.WriteData(3, false, make([]byte, 1))
+		rst(t, h.feed(), 3, http2.ErrCodeStreamClosed)
+	})
+}
