@@ -136,10 +136,17 @@ func (h *harness) sent() []frame {
 			g.fields = h.fields
 			if !f.HeadersEnded() {
 				g.data = bytes.Clone(f.HeaderBlockFragment())
+			} else if err := h.dec.Close(); err != nil {
+				h.t.Fatal(err)
 			}
 		case *http2.ContinuationFrame:
 			if _, err := h.dec.Write(f.HeaderBlockFragment()); err != nil {
 				h.t.Fatal(err)
+			}
+			if f.HeadersEnded() {
+				if err := h.dec.Close(); err != nil {
+					h.t.Fatal(err)
+				}
 			}
 			g.fields = h.fields
 		case *http2.DataFrame:
