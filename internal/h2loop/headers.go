@@ -50,12 +50,13 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 		s.trailing = true
 		c.hb.s, c.hb.trailers = s, true
 	case id <= c.maxID:
-		if !c.gone.trailers(id) {
+		if !c.dropped(id) && !c.gone.trailers(id) {
 			c.fail(http2.ErrCodeStreamClosed, "HEADERS on a closed stream")
 			return
 		}
-		// Trailers sent before the client learnt that the stream ended:
-		// decoded, for the table, and dropped.
+		// Trailers sent before the client learnt that the stream ended
+		// (or of a stream dropped after GOAWAY): decoded, for the table,
+		// and dropped.
 	default:
 		c.maxID = id
 		switch {

@@ -71,3 +71,36 @@ func TestFramesInFlightAfterReset(t *testing.T) {
 		rst(t, h.feed(), 3, http2.ErrCodeStreamClosed)
 	})
 }
+
+// TestFramesAfterGoAway: after the server's GOAWAY, the streams the client
+// opens past its last stream are dropped, and their DATA and trailers are
+// ignored (RFC 9113 section 6.8), while the streams before it go on: they
+// got RST_STREAM and counted as control frames, and the trailers ended the
+// connection (STREAM_CLOSED), so that a client with bodies in flight when
+// the gateway drains lost the streams it was still being served.
+func TestFramesAfterGoAway(t *testing.T) {
+	h := newHarness(t, Config{MaxControlFrames: 20})
+	h.headers(1, h.post("/"), false)
+	h.feed()
+	h.c.Shutdown()
+	if f := one(t, h.sent(), http2.FrameGoAway); f.last != 1 {
+		t.Fatalf("GOAWAY names stream %d, want 1", f.last)
+	}
+	h.headers(3, h.post("/"), false) // sent before the client read the GOAWAY
+	for range 100 {
+		_ = h.fr.WriteData(3, false, make([]byte, 10))
+	}
+	_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: h.block("x-t", "1"), EndStream: true, EndHeaders: true})
+	if got := h.feed(); len(got) != 0 || h.c.Closed() {
+		t.Fatalf("sent %+v, closed %v", got, h.c.Closed())
+	}
+	_ = h.fr.WriteData(1, true, []byte("body"))
+	h.feed()
+	if len(h.served) != 1 || string(h.served[0].Body) != "body" {
+		t.Fatalf("served %d", len(h.served))
+	}
+	h.c.Respond(h.served[0], 200, nil, nil)
+	if !h.c.Closed() {
+		t.Fatal("not closed once the last stream ended")
+	}
+}
