@@ -18,7 +18,8 @@
 // control both ways, and the stream states and protocol errors of RFC
 // 9113, and extended CONNECT (RFC 8441) when offered. The frames a client
 // sent on a stream before it learnt that the server ended it are ignored,
-// within what the stream's window let it send. A request it holds
+// within what the stream's window let it send, as are those of the streams
+// it opened after the server's GOAWAY. A request it holds
 // whole must fit in one stream window (see Config.StreamWindow): a larger
 // body of a stream not taken is refused (REFUSED_STREAM).
 //
