@@ -53,8 +53,9 @@ type Config struct {
 	// count). Default four times MaxConcurrentStreams, as
 	// golang.org/x/net/http2 lets that many handlers wait.
 	MaxResets int
-	// MaxControlFrames is how many PING, SETTINGS, PRIORITY and unknown
-	// frames the client may send between two requests. Default 1000.
+	// MaxControlFrames is how many PING, SETTINGS (acknowledgements
+	// included), PRIORITY and unknown frames the client may send between
+	// two requests. Default 1000.
 	MaxControlFrames int
 	// ConnectProtocol offers extended CONNECT (RFC 8441,
 	// SETTINGS_ENABLE_CONNECT_PROTOCOL): a CONNECT request with a

@@ -374,8 +374,8 @@ func (c *Conn) controlled() bool {
 
 // settingsFrame applies the client's settings and acknowledges them.
 func (c *Conn) settingsFrame(f *http2.SettingsFrame) {
-	if f.IsAck() || !c.controlled() {
-		return
+	if !c.controlled() || f.IsAck() {
+		return // an acknowledgement counts too: a client owes only one
 	}
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {

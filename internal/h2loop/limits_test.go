@@ -114,8 +114,10 @@ func TestControlFlood(t *testing.T) {
 	for name, send := range map[string]func(h *harness){
 		"PING":     func(h *harness) { _ = h.fr.WritePing(false, [8]byte{}) },
 		"SETTINGS": func(h *harness) { _ = h.fr.WriteSettings() },
-		"PRIORITY": func(h *harness) { _ = h.fr.WritePriority(1, http2.PriorityParam{StreamDep: 3}) },
-		"unknown":  func(h *harness) { _ = h.fr.WriteRawFrame(0x77, 0, 0, []byte("x")) },
+		// Unsolicited: one acknowledges the server's only SETTINGS.
+		"SETTINGS ACK": func(h *harness) { _ = h.fr.WriteSettingsAck() },
+		"PRIORITY":     func(h *harness) { _ = h.fr.WritePriority(1, http2.PriorityParam{StreamDep: 3}) },
+		"unknown":      func(h *harness) { _ = h.fr.WriteRawFrame(0x77, 0, 0, []byte("x")) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, Config{MaxControlFrames: 20}) // the client's first SETTINGS counts
