@@ -284,7 +284,9 @@ func (h *loopH2) closed() {
 }
 
 // Serve takes a request that arrived whole through its route's lifecycle,
-// or to a goroutine (bridge) when the loops cannot serve it.
+// or to a goroutine (bridge) when the loops cannot serve it: among those
+// a malformed request (s.Malformed), which the goroutine answers as
+// net/http's HTTP/2 server does.
 func (h *loopH2) Serve(s *h2loop.Stream) {
 	st := h.stream()
 	st.s, s.Value = s, st
@@ -292,7 +294,7 @@ func (h *loopH2) Serve(s *h2loop.Stream) {
 	g := h.l.e.g
 	state := g.state.Load()
 	srv := &state.cfg.Server
-	if !h2Request(cc, s) {
+	if s.Malformed || !h2Request(cc, s) {
 		h.put(st)
 		h.bridge(s, true)
 		return

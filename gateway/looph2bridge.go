@@ -5,6 +5,8 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -84,10 +86,12 @@ type h2Part struct {
 // would not hold its body whole: gRPC (a call may stream both ways), an
 // extended CONNECT (a WebSocket), a body of unknown length or past
 // 64 KiB, or one its connection has no room to hold whole (s.Crowded: the
-// connection holds h2loop's HeldBodies of them already). Other streams
-// arrive whole (Serve).
+// connection holds h2loop's HeldBodies of them already); and when the
+// loops do not serve it: a request found malformed at its HEADERS
+// (s.Malformed), which the goroutine answers at once as net/http's HTTP/2
+// server does. Other streams arrive whole (Serve).
 func (h *loopH2) Open(s *h2loop.Stream) bool {
-	if !s.Crowded && s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) {
+	if !s.Crowded && s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) && !s.Malformed {
 		return false
 	}
 	h.bridge(s, false)
@@ -150,8 +154,12 @@ func (h *loopH2) bridge(s *h2loop.Stream, whole bool) {
 		b.inEnd, b.trailer = true, s.Trailer
 	}
 	w := &bridgeWriter{b: b, head: http.Header{}, method: s.Method}
+	serve := h.l.e.g.h2.ServeHTTP
+	if err := h2RequestHeaders(r.Header); err != nil {
+		serve = func(w http.ResponseWriter, _ *http.Request) { http.Error(w, err.Error(), http.StatusBadRequest) }
+	}
 	h.l.e.bridged.add()
-	go b.serve(w, r) // it ends with its stream, or its connection (see h2Bridge)
+	go b.serve(w, r, serve) // it ends with its stream, or its connection (see h2Bridge)
 }
 
 // newBridge makes s a bridged stream.
@@ -226,11 +234,27 @@ func (h *loopH2) remoteAddr() string {
 	return h.remote
 }
 
-// serve runs the handler through w.
-func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request) {
+// serve runs handler through w.
+func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request, handler http.HandlerFunc) {
 	defer b.h.l.e.bridged.done()
 	defer b.cancel()
-	b.answer(w, func() { b.h.l.e.g.h2.ServeHTTP(w, r) })
+	b.answer(w, func() { handler(w, r) })
+}
+
+// h2RequestHeaders returns the error net/http's HTTP/2 server answers
+// (400, its text the body) for a request with a connection-specific field
+// or a te other than "trailers" (RFC 9113 section 8.2.2), in its words,
+// and nil for another request.
+func h2RequestHeaders(h http.Header) error {
+	for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade"} {
+		if _, ok := h[k]; ok {
+			return fmt.Errorf("request header %q is not valid in HTTP/2", k)
+		}
+	}
+	if te := h["Te"]; len(te) > 1 || len(te) == 1 && te[0] != "trailers" && te[0] != "" {
+		return errors.New(`request header "TE" may only be "trailers" in HTTP/2`)
+	}
+	return nil
 }
 
 // answer runs write, which answers through w, then ends the answer; a

@@ -209,9 +209,6 @@ func TestTrailers(t *testing.T) {
 func TestMalformed(t *testing.T) {
 	for name, fields := range map[string][]string{
 		"upper-case name":      {":method", "GET", ":scheme", "http", ":path", "/", "X-Upper", "1"},
-		"connection":           {":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"},
-		"transfer-encoding":    {":method", "GET", ":scheme", "http", ":path", "/", "transfer-encoding", "chunked"},
-		"te gzip":              {":method", "GET", ":scheme", "http", ":path", "/", "te", "gzip"},
 		"pseudo after regular": {":method", "GET", ":scheme", "http", "accept", "x", ":path", "/"},
 		"unknown pseudo":       {":method", "GET", ":scheme", "http", ":path", "/", ":foo", "x"},
 		"duplicate pseudo":     {":method", "GET", ":method", "GET", ":scheme", "http", ":path", "/"},
@@ -245,6 +242,43 @@ func TestMalformed(t *testing.T) {
 				t.Fatalf("next request: sent %+v, served %+v", got, h.served)
 			}
 		})
+	}
+}
+
+// TestMalformedAnswered hands the malformed requests that net/http's
+// HTTP/2 server answers rather than resets to the handler, Malformed, as
+// they came: at their HEADERS to Open when a body is to come, else to
+// Serve.
+func TestMalformedAnswered(t *testing.T) {
+	for name, fields := range map[string][]string{
+		"connection":        {":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"},
+		"keep-alive":        {":method", "GET", ":scheme", "http", ":path", "/", "keep-alive", "timeout=5"},
+		"proxy-connection":  {":method", "GET", ":scheme", "http", ":path", "/", "proxy-connection", "close"},
+		"upgrade":           {":method", "GET", ":scheme", "http", ":path", "/", "upgrade", "h2c"},
+		"transfer-encoding": {":method", "GET", ":scheme", "http", ":path", "/", "transfer-encoding", "chunked"},
+		"te gzip":           {":method", "GET", ":scheme", "http", ":path", "/", "te", "gzip"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			h.headers(1, h.block(fields...), true)
+			if got := h.feed(); len(got) != 0 || len(h.served) != 1 || !h.served[0].Malformed || h.served[0].Method != fields[1] ||
+				len(h.served[0].Header) != (len(fields)-6)/2 {
+				t.Fatalf("sent %+v, served %+v", got, h.served)
+			}
+			h.onOpen = func(*Stream) bool { return true }
+			h.headers(3, h.block(fields...), false)
+			if got := h.feed(); len(got) != 0 || len(h.opened) != 1 || !h.opened[0].Malformed {
+				t.Fatalf("sent %+v, opened %+v", got, h.opened)
+			}
+		})
+	}
+	// The stream's answer is the handler's; without a StreamHandler such
+	// a stream is reset.
+	h := newHarnessOf(t, Config{}, func(h *harness) Handler { return struct{ Handler }{h} })
+	h.headers(1, h.block(":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"), true)
+	rst(t, h.feed(), 1, http2.ErrCodeProtocol)
+	if len(h.served) != 0 {
+		t.Fatalf("served %+v", h.served)
 	}
 }
 

@@ -26,6 +26,7 @@ type headerBlock struct {
 	size      int  // the decoded list's size
 	tooBig    bool // past MaxHeaderListSize: answered 431
 	malformed bool
+	answered  bool // malformed, but for a server to answer (see Stream.Malformed)
 	regular   bool // a regular field came: no pseudo-header after it
 	connect   bool // :protocol is allowed (Config.ConnectProtocol)
 	fields    []hpack.HeaderField
@@ -130,8 +131,11 @@ func (c *Conn) emit(f hpack.HeaderField) {
 // each, none in trailers, with a valid value (:method and :scheme a token,
 // :authority and :path without control bytes, as net/http's HTTP/2 server
 // takes them: a server answers a space in :path or an :authority that is
-// no host itself); a regular one with a lower-case name and a valid value,
-// and no connection-specific field.
+// no host itself); a regular one with a lower-case name and a valid value.
+// A connection-specific field or a te other than "trailers" in a
+// request's header section (section 8.2.2) make it malformed, but
+// net/http's HTTP/2 server answers it 400: it is kept, the block marked
+// for the handler to answer (see Stream.Malformed).
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
 		if hb.regular || hb.trailers {
@@ -166,9 +170,17 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	}
 	switch f.Name {
 	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-		return false
+		if hb.trailers {
+			return false
+		}
+		hb.answered = true
 	case "te":
-		return f.Value == "trailers"
+		if f.Value != "trailers" {
+			if hb.trailers {
+				return false
+			}
+			hb.answered = true
+		}
 	}
 	return true
 }
@@ -212,7 +224,8 @@ func (c *Conn) endBlock() {
 		c.arrived(s)
 		return
 	}
-	if !c.request(s, hb.fields) {
+	s.Malformed = hb.answered
+	if !c.request(s, hb.fields) || s.Malformed && c.sh == nil {
 		c.resetStream(s.ID, http2.ErrCodeProtocol)
 		return
 	}

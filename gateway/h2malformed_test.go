@@ -1,0 +1,95 @@
+package gateway_test
+
+import (
+	"maps"
+	"runtime"
+	"testing"
+)
+
+// h2MalformedCase is a request RFC 9113 makes malformed, sent on one
+// stream: its fields, the DATA after them (none: END_STREAM on the
+// HEADERS), and the answer every HTTP/2 engine gives it.
+type h2MalformedCase struct {
+	name   string
+	fields []string
+	data   string
+	status string // "RST PROTOCOL_ERROR" for a reset
+	body   string // "" when any (compared across engines)
+}
+
+// h2Get is a GET's pseudo-header fields, then extra.
+func h2Get(extra ...string) []string {
+	return append([]string{":method", "GET", ":scheme", "http", ":authority", "a.test", ":path", "/a"}, extra...)
+}
+
+// h2Post is a POST's pseudo-header fields, then extra.
+func h2Post(extra ...string) []string {
+	return append([]string{":method", "POST", ":scheme", "http", ":authority", "a.test", ":path", "/a"}, extra...)
+}
+
+// checkH2Malformed sends each case on an h2c connection to a gateway on
+// every HTTP/2 engine: each gets the status (and body) the case names, the
+// upstream gets none of them, and each engine's answers (status, body and
+// the header fields but Date and X-Request-Id) are those of net/http's
+// HTTP/2 server (the round "loop-nethttp-h2").
+func checkH2Malformed(t *testing.T, cases []h2MalformedCase) {
+	answers := map[string]map[string]map[string]string{} // round, case: header fields, ":body"
+	forH2Engines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		h := dialH2(t, tg.Addr)
+		got := map[string]map[string]string{}
+		for i, c := range cases {
+			id := uint32(1 + 2*i)
+			h.headers(t, id, c.data == "", c.fields...)
+			if c.data != "" {
+				if err := h.fr.WriteData(id, true, []byte(c.data)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, body := h.read(t, id)
+			if st != c.status || (c.body != "" && body != c.body) {
+				t.Errorf("%s: %s %q, want %s %q", c.name, st, body, c.status, c.body)
+			}
+			a := maps.Clone(h.hdr)
+			delete(a, "date")
+			delete(a, "x-request-id")
+			a[":status"], a[":body"] = st, body
+			got[c.name] = a
+		}
+		if seen := u.requests(); len(seen) != 0 {
+			t.Errorf("the upstream got %d requests (%s %s first), want none", len(seen), seen[0].Method, seen[0].Target)
+		}
+		answers[t.Name()] = got
+	})
+	if runtime.GOOS != "linux" {
+		return
+	}
+	ref := answers[t.Name()+"/loop-nethttp-h2"]
+	for round, got := range answers {
+		for _, c := range cases {
+			if !maps.Equal(got[c.name], ref[c.name]) {
+				t.Errorf("%s: %s answered %v, net/http's HTTP/2 server %v", c.name, round, got[c.name], ref[c.name])
+			}
+		}
+	}
+}
+
+// TestH2ConnectionSpecificFieldsAnswered sends requests with a
+// connection-specific field or a te other than "trailers" (RFC 9113
+// section 8.2.2): every HTTP/2 engine answers 400 as net/http's HTTP/2
+// server does, its text the body, and no upstream gets them. (The loops
+// reset the stream, PROTOCOL_ERROR.)
+func TestH2ConnectionSpecificFieldsAnswered(t *testing.T) {
+	text := func(name string) string { return `request header "` + name + `" is not valid in HTTP/2` + "\n" }
+	checkH2Malformed(t, []h2MalformedCase{
+		{name: "connection", fields: h2Get("connection", "keep-alive"), status: "400", body: text("Connection")},
+		{name: "keep-alive", fields: h2Get("keep-alive", "timeout=5"), status: "400", body: text("Keep-Alive")},
+		{name: "proxy-connection", fields: h2Get("proxy-connection", "keep-alive"), status: "400", body: text("Proxy-Connection")},
+		{name: "upgrade", fields: h2Get("upgrade", "h2c"), status: "400", body: text("Upgrade")},
+		{name: "transfer-encoding", fields: h2Post("transfer-encoding", "chunked"), data: "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a.test\r\n\r\n",
+			status: "400", body: text("Transfer-Encoding")},
+		{name: "te gzip", fields: h2Get("te", "gzip"), status: "400", body: `request header "TE" may only be "trailers" in HTTP/2` + "\n"},
+		{name: "te trailers, gzip", fields: h2Get("te", "trailers, gzip"), status: "400", body: `request header "TE" may only be "trailers" in HTTP/2` + "\n"},
+	})
+}
