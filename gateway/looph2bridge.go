@@ -56,6 +56,7 @@ type h2Bridge struct {
 	mu         sync.Mutex   // protects what follows
 	in         bytes.Buffer // body bytes fed, not yet read
 	inEnd      bool         // the body ended (trailer holds its trailers)
+	inErr      error        // what the body's end returns instead of io.EOF; nil: io.EOF
 	trailer    []hpack.HeaderField
 	bodyClosed bool      // the handler closed the body: what comes is dropped
 	readDL     time.Time // the body's read deadline; zero: none
@@ -179,7 +180,8 @@ func (h *loopH2) newBridge(s *h2loop.Stream) *h2Bridge {
 // Header as there, for ServeHTTP's check of a second host), cookie crumbs
 // joined, the URL from :path, :protocol as a header (an extended
 // CONNECT), the declared trailers; its body read from b, its context
-// b's.
+// b's. A body that arrived shorter than its content-length ends in an
+// error, as net/http's server's does.
 func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http.Request, bool) {
 	r := &http.Request{
 		Method: s.Method, Proto: "HTTP/2.0", ProtoMajor: 2,
@@ -217,6 +219,9 @@ func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http
 	switch {
 	case whole && len(s.Body) == 0 && s.Trailer == nil:
 		r.ContentLength, r.Body = 0, http.NoBody
+	case whole && s.ContentLength > int64(len(s.Body)):
+		b.inErr = fmt.Errorf("gateway: request declared a Content-Length of %d but only wrote %d bytes", s.ContentLength, len(s.Body))
+		r.Body = &bridgeBody{b: b, r: r}
 	case whole:
 		r.ContentLength = int64(len(s.Body))
 		r.Body = &bridgeBody{b: b, r: r} // r's Trailer takes the trailers

@@ -225,7 +225,7 @@ func (c *Conn) endBlock() {
 		return
 	}
 	s.Malformed = hb.answered
-	if !c.request(s, hb.fields) || s.Malformed && c.sh == nil {
+	if !c.request(s, hb.fields, hb.endStream) || s.Malformed && c.sh == nil {
 		c.resetStream(s.ID, http2.ErrCodeProtocol)
 		return
 	}
@@ -254,11 +254,14 @@ func (c *Conn) endBlock() {
 // malformed (RFC 9113 section 8.3.1): a CONNECT request without
 // :protocol (not served here) or with it but without :authority (RFC
 // 8441 section 4), :protocol on another method, a pseudo-header field
-// missing or empty, or content-length fields that are not one length. A
-// :path of another form than an absolute path (a relative one, "*", an
-// absolute URI, as net/http's HTTP/2 server takes them) is the server's to
-// judge.
-func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
+// missing or empty, or a content-length that is no length while the body
+// is to come (net/http's HTTP/2 server reads it as 0, and resets the
+// stream at its DATA). Content-length fields of different lengths
+// (s.ContentLength the first, as net/http's server takes it), or one that
+// is no length on a request without a body, make it Malformed. A :path of
+// another form than an absolute path (a relative one, "*", an absolute
+// URI, as net/http's HTTP/2 server takes them) is the server's to judge.
+func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bool {
 	var regular []hpack.HeaderField
 	for i, f := range fields {
 		if !f.IsPseudo() {
@@ -284,15 +287,24 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 	if s.Protocol != "" && s.Authority == "" {
 		return false
 	}
+	lengths := false
 	for _, f := range regular {
 		if f.Name != "content-length" {
 			continue
 		}
 		n, err := strconv.ParseInt(f.Value, 10, 64)
-		if err != nil || n < 0 || f.Value[0] == '+' || (s.ContentLength >= 0 && n != s.ContentLength) {
-			return false
+		switch {
+		case err != nil || n < 0 || f.Value[0] == '+':
+			if !endStream {
+				return false
+			}
+			s.Malformed = true
+		case !lengths:
+			s.ContentLength = n
+		case n != s.ContentLength:
+			s.Malformed = true
 		}
-		s.ContentLength = n
+		lengths = true
 	}
 	s.Header = append([]hpack.HeaderField(nil), regular...)
 	return true
