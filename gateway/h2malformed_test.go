@@ -113,3 +113,16 @@ func TestH2ContentLengthMismatchAnswered(t *testing.T) {
 		{name: "shorter than the data", fields: h2Post("content-length", "2"), data: "hello", status: "RST PROTOCOL_ERROR"},
 	})
 }
+
+// TestH2MethodAndConnectAnswered sends a :method that is no token, which
+// every HTTP/2 engine answers 400, and a CONNECT (RFC 9113 section 8.5),
+// answered 405 as the gateway answers it behind net/http's HTTP/2 server;
+// no upstream gets them. (The loops reset both streams, PROTOCOL_ERROR.)
+func TestH2MethodAndConnectAnswered(t *testing.T) {
+	checkH2Malformed(t, []h2MalformedCase{
+		{name: "method with a space", fields: []string{":method", "GET /evil", ":scheme", "http", ":authority", "a.test", ":path", "/a"}, status: "400"},
+		{name: "CONNECT", fields: []string{":method", "CONNECT", ":authority", "evil.test:443"}, status: "405"},
+		{name: "CONNECT with a body", fields: []string{":method", "CONNECT", ":authority", "evil.test:443"}, data: "GET / HTTP/1.1\r\n\r\n", status: "405"},
+		{name: "CONNECT with a path", fields: []string{":method", "CONNECT", ":authority", "evil.test:443", ":path", "/"}, status: "RST PROTOCOL_ERROR"},
+	})
+}

@@ -88,11 +88,12 @@ type h2Part struct {
 // extended CONNECT (a WebSocket), a body of unknown length or past
 // 64 KiB, or one its connection has no room to hold whole (s.Crowded: the
 // connection holds h2loop's HeldBodies of them already); and when the
-// loops do not serve it: a request found malformed at its HEADERS
-// (s.Malformed), which the goroutine answers at once as net/http's HTTP/2
-// server does. Other streams arrive whole (Serve).
+// loops do not serve it: a CONNECT, or a request found malformed at its
+// HEADERS (s.Malformed), which the goroutine answers at once as net/http's
+// HTTP/2 server does. Other streams arrive whole (Serve).
 func (h *loopH2) Open(s *h2loop.Stream) bool {
-	if !s.Crowded && s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) && !s.Malformed {
+	if !s.Crowded && s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) &&
+		!s.Malformed && s.Method != http.MethodConnect {
 		return false
 	}
 	h.bridge(s, false)
@@ -178,10 +179,11 @@ func (h *loopH2) newBridge(s *h2loop.Stream) *h2Bridge {
 // bridgeRequest makes s's request one of net/http's, as its HTTP/2 server
 // makes it: Host from :authority (or the host field, which stays in
 // Header as there, for ServeHTTP's check of a second host), cookie crumbs
-// joined, the URL from :path, :protocol as a header (an extended
-// CONNECT), the declared trailers; its body read from b, its context
-// b's. A body that arrived shorter than its content-length ends in an
-// error, as net/http's server's does.
+// joined, the URL from :path (from :authority for a CONNECT without
+// :protocol), :protocol as a header (an extended CONNECT), the declared
+// trailers; its body read from b, its context b's. A body that arrived
+// shorter than its content-length ends in an error, as net/http's
+// server's does.
 func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http.Request, bool) {
 	r := &http.Request{
 		Method: s.Method, Proto: "HTTP/2.0", ProtoMajor: 2,
@@ -202,7 +204,9 @@ func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http
 		r.Header.Set(":protocol", s.Protocol)
 	}
 	var err error
-	if r.URL, err = url.ParseRequestURI(s.Path); err != nil {
+	if s.Method == http.MethodConnect && s.Protocol == "" {
+		r.URL, r.RequestURI = &url.URL{Host: s.Authority}, s.Authority
+	} else if r.URL, err = url.ParseRequestURI(s.Path); err != nil {
 		return nil, false
 	}
 	for _, v := range r.Header["Trailer"] {

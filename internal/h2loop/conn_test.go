@@ -208,27 +208,28 @@ func TestTrailers(t *testing.T) {
 // decoder, whose table the next request's block uses.
 func TestMalformed(t *testing.T) {
 	for name, fields := range map[string][]string{
-		"upper-case name":      {":method", "GET", ":scheme", "http", ":path", "/", "X-Upper", "1"},
-		"pseudo after regular": {":method", "GET", ":scheme", "http", "accept", "x", ":path", "/"},
-		"unknown pseudo":       {":method", "GET", ":scheme", "http", ":path", "/", ":foo", "x"},
-		"duplicate pseudo":     {":method", "GET", ":method", "GET", ":scheme", "http", ":path", "/"},
-		"response pseudo":      {":status", "200", ":method", "GET", ":scheme", "http", ":path", "/"},
-		"no path":              {":method", "GET", ":scheme", "http"},
-		"empty path":           {":method", "GET", ":scheme", "http", ":path", ""},
-		"no scheme":            {":method", "GET", ":path", "/"},
-		"CONNECT":              {":method", "CONNECT", ":authority", "example.test:443"},
-		"extended CONNECT":     {":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":path", "/"},
-		"value with newline":   {":method", "GET", ":scheme", "http", ":path", "/", "x-a", "a\nb"},
-		"bad name":             {":method", "GET", ":scheme", "http", ":path", "/", "x a", "b"},
-		"path with CRLF":       {":method", "GET", ":scheme", "http", ":path", "/a HTTP/1.1\r\nx-b: 1"},
-		"path with NUL":        {":method", "GET", ":scheme", "http", ":path", "/a\x00"},
-		"path with DEL":        {":method", "GET", ":scheme", "http", ":path", "/a\x7f"},
-		"method with space":    {":method", "GET /a", ":scheme", "http", ":path", "/"},
-		"method with CRLF":     {":method", "GET\r\nx-b: 1", ":scheme", "http", ":path", "/"},
-		"scheme with CRLF":     {":method", "GET", ":scheme", "http\r\nx-b: 1", ":path", "/"},
-		"authority with CRLF":  {":method", "GET", ":scheme", "http", ":authority", "a\r\nx-b: 1", ":path", "/"},
-		"path with tab CR":     {":method", "GET", ":scheme", "http", ":path", "/a\tb\r"},
-		"authority with NUL":   {":method", "GET", ":scheme", "http", ":authority", "a\x00b", ":path", "/"},
+		"upper-case name":       {":method", "GET", ":scheme", "http", ":path", "/", "X-Upper", "1"},
+		"pseudo after regular":  {":method", "GET", ":scheme", "http", "accept", "x", ":path", "/"},
+		"unknown pseudo":        {":method", "GET", ":scheme", "http", ":path", "/", ":foo", "x"},
+		"duplicate pseudo":      {":method", "GET", ":method", "GET", ":scheme", "http", ":path", "/"},
+		"response pseudo":       {":status", "200", ":method", "GET", ":scheme", "http", ":path", "/"},
+		"no path":               {":method", "GET", ":scheme", "http"},
+		"empty path":            {":method", "GET", ":scheme", "http", ":path", ""},
+		"no scheme":             {":method", "GET", ":path", "/"},
+		"CONNECT with a path":   {":method", "CONNECT", ":authority", "example.test:443", ":path", "/"},
+		"CONNECT with scheme":   {":method", "CONNECT", ":authority", "example.test:443", ":scheme", "http"},
+		"CONNECT, no authority": {":method", "CONNECT"},
+		"extended CONNECT":      {":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":path", "/"},
+		"value with newline":    {":method", "GET", ":scheme", "http", ":path", "/", "x-a", "a\nb"},
+		"bad name":              {":method", "GET", ":scheme", "http", ":path", "/", "x a", "b"},
+		"path with CRLF":        {":method", "GET", ":scheme", "http", ":path", "/a HTTP/1.1\r\nx-b: 1"},
+		"path with NUL":         {":method", "GET", ":scheme", "http", ":path", "/a\x00"},
+		"path with DEL":         {":method", "GET", ":scheme", "http", ":path", "/a\x7f"},
+		"method with CRLF":      {":method", "GET\r\nx-b: 1", ":scheme", "http", ":path", "/"},
+		"scheme with CRLF":      {":method", "GET", ":scheme", "http\r\nx-b: 1", ":path", "/"},
+		"authority with CRLF":   {":method", "GET", ":scheme", "http", ":authority", "a\r\nx-b: 1", ":path", "/"},
+		"path with tab CR":      {":method", "GET", ":scheme", "http", ":path", "/a\tb\r"},
+		"authority with NUL":    {":method", "GET", ":scheme", "http", ":authority", "a\x00b", ":path", "/"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, Config{})
@@ -259,6 +260,7 @@ func TestMalformedAnswered(t *testing.T) {
 		"two lengths":         {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "2"},
 		"signed length":       {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
 		"length not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},
+		"method with space":   {":method", "GET /a", ":scheme", "http", ":path", "/"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, Config{})
@@ -284,6 +286,8 @@ func TestMalformedAnswered(t *testing.T) {
 	h := newHarnessOf(t, Config{}, func(h *harness) Handler { return struct{ Handler }{h} })
 	h.headers(1, h.block(":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"), true)
 	rst(t, h.feed(), 1, http2.ErrCodeProtocol)
+	h.headers(3, h.block(":method", "CONNECT", ":authority", "a.test:443"), true)
+	rst(t, h.feed(), 3, http2.ErrCodeProtocol)
 	h.headers(5, h.block(":method", "POST", ":scheme", "http", ":path", "/", "content-length", "5"), true)
 	rst(t, h.feed(), 5, http2.ErrCodeProtocol)
 	if len(h.served) != 0 {

@@ -128,21 +128,29 @@ func (c *Conn) emit(f hpack.HeaderField) {
 
 // validField reports whether f may come next in hb (RFC 9113 sections 8.2
 // and 8.3): a request pseudo-header field before the regular ones, once
-// each, none in trailers, with a valid value (:method and :scheme a token,
+// each, none in trailers, with a valid value (:scheme a token, :method,
 // :authority and :path without control bytes, as net/http's HTTP/2 server
 // takes them: a server answers a space in :path or an :authority that is
 // no host itself); a regular one with a lower-case name and a valid value.
-// A connection-specific field or a te other than "trailers" in a
-// request's header section (section 8.2.2) make it malformed, but
-// net/http's HTTP/2 server answers it 400: it is kept, the block marked
-// for the handler to answer (see Stream.Malformed).
+// A :method that is no token, a connection-specific field or a te other
+// than "trailers" in a request's header section (section 8.2.2) make it
+// malformed, but net/http's HTTP/2 server (or the gateway behind it)
+// answers it 400: it is kept, the block marked for the handler to answer
+// (see Stream.Malformed).
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
 		if hb.regular || hb.trailers {
 			return false
 		}
 		switch f.Name {
-		case ":method", ":scheme":
+		case ":method":
+			if !httpguts.ValidHeaderFieldValue(f.Value) {
+				return false
+			}
+			if !httpguts.ValidHeaderFieldName(f.Value) { // a token
+				hb.answered = true
+			}
+		case ":scheme":
 			if !httpguts.ValidHeaderFieldName(f.Value) { // a token
 				return false
 			}
@@ -225,7 +233,7 @@ func (c *Conn) endBlock() {
 		return
 	}
 	s.Malformed = hb.answered
-	if !c.request(s, hb.fields, hb.endStream) || s.Malformed && c.sh == nil {
+	if !c.request(s, hb.fields, hb.endStream) || (s.Malformed || s.Path == "") && c.sh == nil {
 		c.resetStream(s.ID, http2.ErrCodeProtocol)
 		return
 	}
@@ -251,10 +259,12 @@ func (c *Conn) endBlock() {
 }
 
 // request sets s's request from fields, and reports false when it is
-// malformed (RFC 9113 section 8.3.1): a CONNECT request without
-// :protocol (not served here) or with it but without :authority (RFC
-// 8441 section 4), :protocol on another method, a pseudo-header field
-// missing or empty, or a content-length that is no length while the body
+// malformed (RFC 9113 section 8.3.1) as net/http's HTTP/2 server finds it,
+// which resets such a stream: a CONNECT request without :protocol but with
+// a :path or :scheme, or without :authority (section 8.5), a CONNECT with
+// :protocol (not served here) but without :authority (RFC 8441 section 4),
+// :protocol on another method, another pseudo-header field missing or
+// empty, or a content-length that is no length while the body
 // is to come (net/http's HTTP/2 server reads it as 0, and resets the
 // stream at its DATA). Content-length fields of different lengths
 // (s.ContentLength the first, as net/http's server takes it), or one that
@@ -281,10 +291,14 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 			s.Protocol = f.Value
 		}
 	}
-	if s.Method == "" || s.Scheme == "" || s.Path == "" || (s.Method == "CONNECT") != (s.Protocol != "") {
+	switch {
+	case s.Method == "CONNECT" && s.Protocol == "":
+		if s.Authority == "" || s.Path != "" || s.Scheme != "" {
+			return false
+		}
+	case s.Method == "" || s.Scheme == "" || s.Path == "" || (s.Method == "CONNECT") != (s.Protocol != ""):
 		return false
-	}
-	if s.Protocol != "" && s.Authority == "" {
+	case s.Protocol != "" && s.Authority == "":
 		return false
 	}
 	lengths := false
