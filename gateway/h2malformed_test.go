@@ -126,3 +126,15 @@ func TestH2MethodAndConnectAnswered(t *testing.T) {
 		{name: "CONNECT with a path", fields: []string{":method", "CONNECT", ":authority", "evil.test:443", ":path", "/"}, status: "RST PROTOCOL_ERROR"},
 	})
 }
+
+// TestH2UserinfoReset sends requests whose :authority, or host field
+// without one, holds userinfo (RFC 9113 section 8.3.1 forbids it):
+// every HTTP/2 engine resets the stream (PROTOCOL_ERROR), as net/http's
+// HTTP/2 server resets it before any handler sees it, and no upstream
+// gets them. (The loops answered 400.)
+func TestH2UserinfoReset(t *testing.T) {
+	checkH2Malformed(t, []h2MalformedCase{
+		{name: ":authority", fields: []string{":method", "GET", ":scheme", "http", ":authority", "evil@a.test", ":path", "/a"}, status: "RST PROTOCOL_ERROR"},
+		{name: "host", fields: []string{":method", "GET", ":scheme", "http", ":path", "/a", "host", "evil@a.test"}, status: "RST PROTOCOL_ERROR"},
+	})
+}

@@ -219,6 +219,8 @@ func TestMalformed(t *testing.T) {
 		"CONNECT with a path":   {":method", "CONNECT", ":authority", "example.test:443", ":path", "/"},
 		"CONNECT with scheme":   {":method", "CONNECT", ":authority", "example.test:443", ":scheme", "http"},
 		"CONNECT, no authority": {":method", "CONNECT"},
+		"userinfo":              {":method", "GET", ":scheme", "http", ":authority", "u@a.test", ":path", "/"},
+		"userinfo in host":      {":method", "GET", ":scheme", "https", ":path", "/", "host", "u@a.test"},
 		"extended CONNECT":      {":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":path", "/"},
 		"value with newline":    {":method", "GET", ":scheme", "http", ":path", "/", "x-a", "a\nb"},
 		"bad name":              {":method", "GET", ":scheme", "http", ":path", "/", "x a", "b"},

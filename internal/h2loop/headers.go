@@ -264,7 +264,9 @@ func (c *Conn) endBlock() {
 // a :path or :scheme, or without :authority (section 8.5), a CONNECT with
 // :protocol (not served here) but without :authority (RFC 8441 section 4),
 // :protocol on another method, another pseudo-header field missing or
-// empty, or a content-length that is no length while the body
+// empty, userinfo in an http or https request's :authority (or its first
+// host field without one), or a content-length that is no length while
+// the body
 // is to come (net/http's HTTP/2 server reads it as 0, and resets the
 // stream at its DATA). Content-length fields of different lengths
 // (s.ContentLength the first, as net/http's server takes it), or one that
@@ -301,24 +303,31 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 	case s.Protocol != "" && s.Authority == "":
 		return false
 	}
-	lengths := false
+	authority, named, lengths := s.Authority, s.Authority != "", false
 	for _, f := range regular {
-		if f.Name != "content-length" {
-			continue
-		}
-		n, err := strconv.ParseInt(f.Value, 10, 64)
-		switch {
-		case err != nil || n < 0 || f.Value[0] == '+':
-			if !endStream {
-				return false
+		switch f.Name {
+		case "host":
+			if !named {
+				authority, named = f.Value, true
 			}
-			s.Malformed = true
-		case !lengths:
-			s.ContentLength = n
-		case n != s.ContentLength:
-			s.Malformed = true
+		case "content-length":
+			n, err := strconv.ParseInt(f.Value, 10, 64)
+			switch {
+			case err != nil || n < 0 || f.Value[0] == '+':
+				if !endStream {
+					return false
+				}
+				s.Malformed = true
+			case !lengths:
+				s.ContentLength = n
+			case n != s.ContentLength:
+				s.Malformed = true
+			}
+			lengths = true
 		}
-		lengths = true
+	}
+	if strings.IndexByte(authority, '@') >= 0 && (s.Scheme == "http" || s.Scheme == "https") {
+		return false
 	}
 	s.Header = append([]hpack.HeaderField(nil), regular...)
 	return true
