@@ -266,9 +266,8 @@ func (c *Conn) endBlock() {
 // :protocol on another method, another pseudo-header field missing or
 // empty, userinfo in an http or https request's :authority (or its first
 // host field without one), or a content-length that is no length while
-// the body
-// is to come (net/http's HTTP/2 server reads it as 0, and resets the
-// stream at its DATA). Content-length fields of different lengths
+// the body is to come (net/http's HTTP/2 server reads it as 0, and resets
+// the stream at its DATA). Content-length fields of different lengths
 // (s.ContentLength the first, as net/http's server takes it), or one that
 // is no length on a request without a body, make it Malformed. A :path of
 // another form than an absolute path (a relative one, "*", an absolute
