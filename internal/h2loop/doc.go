@@ -16,10 +16,13 @@
 // PING, WINDOW_UPDATE, RST_STREAM, GOAWAY, HEADERS with CONTINUATION
 // (request headers and trailers), DATA with connection and stream flow
 // control both ways, and the stream states and protocol errors of RFC
-// 9113, and extended CONNECT (RFC 8441) when offered. The frames a client
-// sent on a stream before it learnt that the server ended it are ignored,
-// within what the stream's window let it send, as are those of the streams
-// it opened after the server's GOAWAY. A request it holds
+// 9113, and extended CONNECT (RFC 8441) when offered. A malformed request
+// is reset (PROTOCOL_ERROR), but those that net/http's HTTP/2 server
+// answers rather than resets, which go to a StreamHandler marked
+// (Stream.Malformed) for it to answer alike. The frames a client sent on a
+// stream before it learnt that the server ended it are ignored, within
+// what the stream's window let it send, as are those of the streams it
+// opened after the server's GOAWAY. A request it holds
 // whole must fit in one stream window (see Config.StreamWindow): a larger
 // body of a stream not taken is refused (REFUSED_STREAM).
 //
