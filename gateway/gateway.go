@@ -342,6 +342,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		_ = ln.Close()
 	}
 	err = errors.Join(err, loopErr, <-h2Done, g.tunnels.shutdown(ctx))
+	g.lingers.wait(ctx) // stopped above: their sockets close at once
 	g.tls.wait()
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
