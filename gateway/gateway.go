@@ -113,6 +113,9 @@ type Gateway struct {
 	// lingers are the connections closing after their last answer
 	// (linger.go).
 	lingers lingerings
+	// conns bounds the client connections open at once
+	// (server.max_connections, conncap.go).
+	conns connCap
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
@@ -148,6 +151,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	st.version = 1
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
+	g.conns.clock, g.conns.log = g.clock, g.log
+	g.conns.setMax(cfg.Server.MaxConnections)
 	g.h2 = newH2Engine(g, cfg)
 	g.tls = newTLSMux(g)
 	g.metrics.Configured(g.reload.At)
@@ -299,7 +304,7 @@ func (g *Gateway) serve(ln net.Listener) error {
 		err = loops.serve(ln)
 	} else {
 		g.mu.Unlock()
-		err = g.server.Serve(sniffListener{Listener: ln, h2: g.h2})
+		err = g.server.Serve(sniffListener{Listener: countedListener{Listener: ln, cap: &g.conns}, h2: g.h2})
 	}
 	if g.closing.Load() {
 		return nil
@@ -313,6 +318,7 @@ func (g *Gateway) serve(ln net.Listener) error {
 // first) and stops health checks.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
+	g.conns.stop() // no accept waits for a slot any more
 	g.tls.stop()
 	g.mu.Lock()
 	loops, ln := g.loops, g.ln
@@ -369,6 +375,7 @@ func (g *Gateway) Apply(cfg *config.Config) error {
 	}
 	st.version = old.version + 1
 	g.state.Store(st)
+	g.conns.setMax(cfg.Server.MaxConnections)
 	old.close(st)
 	forgetRemoved(old, st)
 	g.reload = ReloadStatus{At: g.reload.At, OK: true, Version: st.version}
