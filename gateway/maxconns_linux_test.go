@@ -1,0 +1,175 @@
+package gateway_test
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/testpki"
+)
+
+// heldConn is a client connection of these tests: dialed, and holding
+// its place under server.max_connections once the gateway served it.
+type heldConn struct {
+	net.Conn
+	br   *bufio.Reader
+	sent chan error // the GET's write (the TLS handshake first)
+}
+
+// dialHeld dials addr (over TLS with ca's roots when ca is not nil) and
+// sends a GET from a goroutine (a TLS handshake waits for the gateway to
+// serve the connection), without reading its answer (see answered).
+func dialHeld(t *testing.T, addr string, ca *testpki.CA) *heldConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, waitLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(waitLimit))
+	if ca != nil {
+		c = tls.Client(c, &tls.Config{RootCAs: ca.Pool, ServerName: "localhost", NextProtos: []string{"http/1.1"}})
+	}
+	h := &heldConn{Conn: c, br: bufio.NewReader(c), sent: make(chan error, 1)}
+	go func() {
+		_, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+		h.sent <- err
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		<-h.sent
+	})
+	return h
+}
+
+// answered reads the answer to the GET dialHeld sent, and fails unless it
+// is 200.
+func (h *heldConn) answered(t *testing.T) {
+	t.Helper()
+	if err := <-h.sent; err != nil {
+		t.Fatalf("sending a GET: %v", err)
+	}
+	h.sent <- nil // for the cleanup
+	resp, err := http.ReadResponse(h.br, nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("answer %d, want 200", resp.StatusCode)
+	}
+}
+
+// awaitOpen waits until n connections hold places under
+// server.max_connections.
+func awaitOpen(t *testing.T, gw *testGateway, n int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d connections open", n), func() bool { return gateway.OpenSlots(gw.Gateway) == n })
+}
+
+// awaitWaits waits until the gateway's listeners have waited for n
+// connections past server.max_connections.
+func awaitWaits(t *testing.T, gw *testGateway, n uint64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d waits", n), func() bool { return gateway.ConnWaits(gw.Gateway) == n })
+}
+
+func okUpstream(t *testing.T) *upstream {
+	return startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+}
+
+// checkWaitsForSlot: with max_connections 2, two connections served and
+// kept open, a third is not served (its listener waits, and takes no
+// other) until one of the two closes; then it is, and the count falls to
+// zero once all close.
+func checkWaitsForSlot(t *testing.T, gw *testGateway, addr string, ca *testpki.CA) {
+	a, b := dialHeld(t, addr, ca), dialHeld(t, addr, ca)
+	a.answered(t)
+	b.answered(t)
+	awaitOpen(t, gw, 2)
+	c := dialHeld(t, addr, ca)
+	awaitWaits(t, gw, 1)
+	if n := gateway.OpenSlots(gw.Gateway); n != 2 {
+		t.Fatalf("%d connections open past max_connections 2", n)
+	}
+	d, err := net.DialTimeout("tcp", addr, waitLimit) // queued in the kernel behind c
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a.Close()
+	c.answered(t)
+	awaitOpen(t, gw, 2) // b and c; d waits
+	if w := gateway.ConnWaits(gw.Gateway); w != 2 {
+		t.Errorf("%d waits, want 2 (c's, then d's)", w)
+	}
+	b.Close()
+	c.Close()
+	d.Close()
+	awaitOpen(t, gw, 0)
+	if m := gw.metricsText(t); !strings.Contains(m, "sluice_connection_waits_total 2") {
+		t.Errorf("metrics lack sluice_connection_waits_total 2:\n%s", grepLines(m, "sluice_connection"))
+	}
+}
+
+// TestMaxConnectionsWait: past server.max_connections the plaintext
+// listener serves the connection it accepted only once another closes,
+// on both engines.
+func TestMaxConnectionsWait(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		gw := serverGateway(t, engine, "max_connections: 2", okUpstream(t).URL)
+		checkWaitsForSlot(t, gw, gw.Addr, nil)
+	})
+}
+
+// TestMaxConnectionsWaitTLS: the TLS listener waits too, and its
+// connections count with the plaintext listener's.
+func TestMaxConnectionsWaitTLS(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		gw := tlsGateway(t, engine, "max_connections: 2", certList(ca.Server("localhost", "127.0.0.1")), okUpstream(t).URL)
+		addr := serveTLS(t, gw)
+		checkWaitsForSlot(t, gw, addr, ca)
+		// One plaintext and one TLS connection fill the bound together.
+		p, s := dialHeld(t, gw.Addr, nil), dialHeld(t, addr, ca)
+		p.answered(t)
+		s.answered(t)
+		c := dialHeld(t, addr, ca)
+		awaitWaits(t, gw, 3)
+		if m := gw.metricsText(t); !strings.Contains(m, `sluice_connections_open{listener="plain"} 1`) ||
+			!strings.Contains(m, `sluice_connections_open{listener="tls"} 1`) {
+			t.Errorf("metrics:\n%s", grepLines(m, "sluice_connections_open"))
+		}
+		p.Close()
+		c.answered(t)
+		s.Close()
+		c.Close()
+		awaitOpen(t, gw, 0)
+	})
+}
+
+// TestMaxConnectionsH2C: an h2c connection holds its place until it
+// closes, on both engines.
+func TestMaxConnectionsH2C(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		gw := serverGateway(t, engine, "max_connections: 1", okUpstream(t).URL)
+		first := protoClient(t, "h2c", nil, "")
+		if r := get(t, first, gw.URL+"/x"); r.Code != 200 {
+			t.Fatalf("h2c: %d", r.Code)
+		}
+		awaitOpen(t, gw, 1)
+		c := dialHeld(t, gw.Addr, nil)
+		awaitWaits(t, gw, 1)
+		first.CloseIdleConnections()
+		c.answered(t)
+		c.Close()
+		awaitOpen(t, gw, 0)
+	})
+}
