@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/testpki"
 )
@@ -170,6 +172,151 @@ func TestMaxConnectionsH2C(t *testing.T) {
 		first.CloseIdleConnections()
 		c.answered(t)
 		c.Close()
+		awaitOpen(t, gw, 0)
+	})
+}
+
+// checkPathsRelease opens connections on addr (over TLS with ca's roots
+// when ca is not nil) that each take one of the paths a connection may
+// take between the engines, and checks that each one's place under
+// server.max_connections is freed once it closes: after a client's
+// close, after a refused head's lingering close, after a hand-over from
+// the loops to the goroutine engine, after an HTTP/2 connection. ws, when
+// not "", is the URL of a WebSocket route: a tunnel's place is freed too.
+func checkPathsRelease(t *testing.T, gw *testGateway, engine, addr string, ca *testpki.CA, ws string) {
+	t.Run("client close", func(t *testing.T) {
+		c := dialHeld(t, addr, ca)
+		c.answered(t)
+		awaitOpen(t, gw, 1)
+		c.Close()
+		awaitOpen(t, gw, 0)
+	})
+	t.Run("refused head, lingering close", func(t *testing.T) {
+		c := dialHeld(t, addr, ca)
+		c.answered(t)
+		io.WriteString(c, "POST /tier HTTP/1.1\r\nHost: x\r\nX-Tier: small\r\nX-Tier: big\r\nContent-Length: 5\r\n\r\nhello")
+		resp, err := http.ReadResponse(c.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !resp.Close {
+			t.Fatalf("answer %d (close %v), want 400 that closes", resp.StatusCode, resp.Close)
+		}
+		if _, err := c.br.ReadByte(); err != io.EOF { // the gateway shut its side: it lingers
+			t.Fatalf("after the 400: %v, want EOF", err)
+		}
+		c.Close()
+		awaitOpen(t, gw, 0)
+	})
+	t.Run("handed to the goroutine engine", func(t *testing.T) {
+		before := gateway.LoopHandovers(gw.Gateway)
+		c := dialHeld(t, addr, ca)
+		c.answered(t)
+		io.WriteString(c, "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+		c.answered(t)
+		if got := gateway.LoopHandovers(gw.Gateway); engine == "loop" && got != before+1 {
+			t.Errorf("handovers %d, want %d", got, before+1)
+		}
+		c.Close()
+		awaitOpen(t, gw, 0)
+	})
+	t.Run("HTTP/2", func(t *testing.T) {
+		proto, url := "h2c", "http://"+addr
+		var cl *http.Client
+		if ca != nil {
+			proto, url = "h2", "https://"+addr
+			cl = protoClient(t, proto, ca.Pool, "localhost")
+		} else {
+			cl = protoClient(t, proto, nil, "")
+		}
+		if r := get(t, cl, url+"/x"); r.Code != 200 {
+			t.Fatalf("%s: %d", proto, r.Code)
+		}
+		awaitOpen(t, gw, 1)
+		cl.CloseIdleConnections()
+		awaitOpen(t, gw, 0)
+	})
+	if ws == "" {
+		return
+	}
+	t.Run("WebSocket tunnel", func(t *testing.T) {
+		c := mustDialWS(t, ws)
+		echo(t, c, websocket.MessageText, []byte("hi"))
+		awaitOpen(t, gw, 1)
+		c.Close(websocket.StatusNormalClosure, "")
+		awaitOpen(t, gw, 0)
+	})
+	t.Run("h2c upgrade", func(t *testing.T) {
+		c, err := net.DialTimeout("tcp", addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(waitLimit))
+		io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("upgrade: %v %v", resp, err)
+		}
+		awaitOpen(t, gw, 1)
+		c.Close()
+		awaitOpen(t, gw, 0)
+	})
+}
+
+// pathsRoutes are the routes of checkPathsRelease's gateway: /tier has a
+// route header (sent twice, refused), /ws goes to a WebSocket echo
+// upstream, everything else to up.
+const pathsRoutes = `
+upstreams:
+  up: {targets: ["%s"]}
+  ws: {targets: ["%s"]}
+routes:
+  - {name: tier, match: {path_prefix: /tier, headers: {X-Tier: small}}, upstream: up}
+  - {name: ws, match: {path_prefix: /ws}, upstream: ws}
+  - {name: all, upstream: up}
+`
+
+// TestMaxConnectionsPathsRelease: a plaintext connection's place is freed
+// once it closes, whichever path it took, on both engines; the count
+// returns to zero each time.
+func TestMaxConnectionsPathsRelease(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ws := startWSUpstream(t)
+		gw := startGateway(t, parseConfig(t, "server: {engine: %s, max_connections: 4}"+pathsRoutes, engine, okUpstream(t).URL, ws.URL))
+		checkPathsRelease(t, gw, engine, gw.Addr, nil, gw.URL+"/ws")
+	})
+}
+
+// TestMaxConnectionsTLSPathsRelease: the same for the TLS listener's
+// connections (HTTP/1.1 on the loops or the goroutine engine, HTTP/2 on
+// the loops or net/http's engine).
+func TestMaxConnectionsTLSPathsRelease(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		gw := startGateway(t, parseConfig(t, "server: {engine: %s, max_connections: 4}\ntls: {listen: 127.0.0.1:0, certificates: %s}"+pathsRoutes,
+			engine, certList(ca.Server("localhost", "127.0.0.1")), okUpstream(t).URL, "http://127.0.0.1:1"))
+		checkPathsRelease(t, gw, engine, serveTLS(t, gw), ca, "")
+	})
+}
+
+// TestMaxConnectionsIdleTimeout: a connection the gateway closes for
+// idleness frees its place, and the connection that waited for it is
+// served.
+func TestMaxConnectionsIdleTimeout(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		gw := serverGateway(t, engine, "max_connections: 1, idle_timeout: 100ms", okUpstream(t).URL)
+		a := dialHeld(t, gw.Addr, nil)
+		a.answered(t)
+		if _, err := a.br.ReadByte(); err != io.EOF { // closed when idle
+			t.Fatalf("idle connection: %v, want EOF", err)
+		}
+		awaitOpen(t, gw, 0)
+		b := dialHeld(t, gw.Addr, nil)
+		b.answered(t)
+		b.Close()
 		awaitOpen(t, gw, 0)
 	})
 }
