@@ -320,3 +320,57 @@ func TestMaxConnectionsIdleTimeout(t *testing.T) {
 		awaitOpen(t, gw, 0)
 	})
 }
+
+// TestMaxConnectionsReload: a lower max_connections cuts no connection
+// open (each is still served), and the connections after wait; a higher
+// one serves a connection that waits at once.
+func TestMaxConnectionsReload(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := okUpstream(t)
+		gw := serverGateway(t, engine, "max_connections: 2", up.URL)
+		a, b := dialHeld(t, gw.Addr, nil), dialHeld(t, gw.Addr, nil)
+		a.answered(t)
+		b.answered(t)
+		if err := gw.Apply(oneRouteConfig(t, engine, "max_connections: 1", "", up.URL)); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []*heldConn{a, b} {
+			io.WriteString(c, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
+			c.answered(t)
+		}
+		c := dialHeld(t, gw.Addr, nil)
+		awaitWaits(t, gw, 1)
+		if err := gw.Apply(oneRouteConfig(t, engine, "max_connections: 3", "", up.URL)); err != nil {
+			t.Fatal(err)
+		}
+		c.answered(t)
+		a.Close()
+		b.Close()
+		c.Close()
+		awaitOpen(t, gw, 0)
+	})
+}
+
+// TestMaxConnectionsShutdownWhileWaiting: Shutdown returns though a
+// plaintext and a TLS connection wait past max_connections (their
+// listeners wait for a place), and closes them unanswered.
+func TestMaxConnectionsShutdownWhileWaiting(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		gw := tlsGateway(t, engine, "max_connections: 1", certList(ca.Server("localhost", "127.0.0.1")), okUpstream(t).URL)
+		addr := serveTLS(t, gw)
+		a := dialHeld(t, gw.Addr, nil)
+		a.answered(t)
+		p, s := dialHeld(t, gw.Addr, nil), dialHeld(t, addr, ca)
+		awaitWaits(t, gw, 2)
+		gw.stop(t) // fails the test unless Shutdown and Serve return nil within waitLimit
+		for _, c := range []*heldConn{p, s} {
+			<-c.sent
+			c.sent <- nil
+			if resp, err := http.ReadResponse(c.br, nil); err == nil {
+				t.Errorf("answered %d after shutdown", resp.StatusCode)
+			}
+		}
+		awaitOpen(t, gw, 0)
+	})
+}
