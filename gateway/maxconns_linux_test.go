@@ -374,3 +374,28 @@ func TestMaxConnectionsShutdownWhileWaiting(t *testing.T) {
 		awaitOpen(t, gw, 0)
 	})
 }
+
+// TestShutdownWaitsForLingeringClose: Shutdown returns only once a
+// connection lingering after a refused head has closed its socket (it
+// stops the lingering): its place is free when Shutdown returns.
+func TestShutdownWaitsForLingeringClose(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		gw := startGateway(t, parseConfig(t, "server: {engine: %s}"+pathsRoutes, engine, okUpstream(t).URL, "http://127.0.0.1:1"))
+		c := dialHeld(t, gw.Addr, nil)
+		c.answered(t)
+		io.WriteString(c, "POST /tier HTTP/1.1\r\nHost: x\r\nX-Tier: small\r\nX-Tier: big\r\nContent-Length: 5\r\n\r\nhello")
+		resp, err := http.ReadResponse(c.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if _, err := c.br.ReadByte(); err != io.EOF { // the gateway shut its side: it lingers
+			t.Fatalf("after the 400: %v, want EOF", err)
+		}
+		gw.stop(t)
+		if n := gateway.OpenSlots(gw.Gateway); n != 0 {
+			t.Errorf("%d connections open after Shutdown returned", n)
+		}
+	})
+}
