@@ -74,13 +74,12 @@ func (c *connCap) take(nc net.Conn, kind int) *connSlot {
 	waited := false
 	c.mu.Lock()
 	for !c.stopped && c.max > 0 && c.open >= c.max {
+		warn, bound := false, c.max
 		if !waited {
 			waited = true
 			c.waits.Add(1)
 			if now := c.clock.Now(); c.warned.IsZero() || now.Sub(c.warned) >= connWarnEvery {
-				c.warned = now
-				c.log.Warn("server.max_connections reached: new connections wait until one closes",
-					"max_connections", c.max, "open", c.open)
+				c.warned, warn = now, true
 			}
 		}
 		if c.freed == nil {
@@ -88,6 +87,10 @@ func (c *connCap) take(nc net.Conn, kind int) *connSlot {
 		}
 		freed := c.freed
 		c.mu.Unlock()
+		if warn { // not under mu: the handler is the caller's
+			c.log.Warn("server.max_connections reached: new connections wait until one closes",
+				"max_connections", bound)
+		}
 		<-freed
 		c.mu.Lock()
 	}

@@ -258,7 +258,9 @@ func clientExpects(raw []byte) bool {
 }
 
 // Serve accepts plaintext connections on ln until Shutdown: HTTP/1.1, and
-// HTTP/2 by prior knowledge or Upgrade: h2c. It returns nil after a
+// HTTP/2 by prior knowledge or Upgrade: h2c. Past server.max_connections
+// open on all listeners, it serves the connection it accepted only once
+// one closes, and accepts nothing meanwhile. It returns nil after a
 // graceful shutdown.
 func (g *Gateway) Serve(ln net.Listener) error {
 	go g.h2.servePlain()
@@ -315,7 +317,10 @@ func (g *Gateway) serve(ln net.Listener) error {
 // Shutdown stops accepting connections and waits for requests in flight
 // and open WebSocket connections to finish, or for ctx to end; then it
 // closes the remaining connections (a WebSocket gets a close frame 1001
-// first) and stops health checks.
+// first) and stops health checks. A connection a listener accepted and
+// holds back past server.max_connections is closed unanswered, and
+// connections closing after their last answer (a lingering close) are
+// closed at once and waited for.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
 	g.conns.stop() // no accept waits for a slot any more
