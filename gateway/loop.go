@@ -148,16 +148,17 @@ func (e *loopEngine) serve(ln net.Listener) error {
 		delay = 0
 		slot := e.g.conns.take(nc, listenerPlain)
 		if slot == nil {
-			continue // shutdown: ln is closed, Accept returns
+			continue // shutdown began: Accept fails once ln is closed
 		}
-		e.enroll(nc, &clientConn{slot: slot})
+		e.enrollAccepted(nc, &clientConn{slot: slot})
 	}
 }
 
-// enroll puts nc, a client socket, on a loop as cc, which holds its
-// connection's slot (see connSlot), or frees that slot when the loop does
-// not take it. gnet closes nc either way (the loop keeps a duplicate).
-func (e *loopEngine) enroll(nc net.Conn, cc *clientConn) {
+// enrollAccepted puts nc, a client socket just accepted, on a loop as cc,
+// which holds its connection's slot (see connSlot), or frees that slot
+// when the loop does not take it. gnet closes nc either way (the loop
+// keeps a duplicate).
+func (e *loopEngine) enrollAccepted(nc net.Conn, cc *clientConn) {
 	if _, err := e.cli.EnrollContext(nc, cc); err != nil {
 		_ = nc.Close()
 		cc.slot.release()

@@ -407,7 +407,10 @@ func enroll(el gnet.EventLoop, nc net.Conn, v any) error {
 		err = (<-res).Err
 	}
 	if err != nil {
-		restoreCounted(nc, slot)
+		restoreCounted(nc, slot) // the loop never opened it
+		if cc != nil {
+			cc.slot = nil
+		}
 		return err
 	}
 	if cc != nil {
