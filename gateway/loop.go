@@ -157,7 +157,9 @@ func (e *loopEngine) serve(ln net.Listener) error {
 // enrollAccepted puts nc, a client socket just accepted, on a loop as cc,
 // which holds its connection's slot (see connSlot), or frees that slot
 // when the loop does not take it. gnet closes nc either way (the loop
-// keeps a duplicate).
+// keeps a duplicate). A connection it fails to take (the loops stop, or a
+// duplicate descriptor cannot be had) closes at once, without a lingering
+// close: no answer was sent on it for a reset to destroy.
 func (e *loopEngine) enrollAccepted(nc net.Conn, cc *clientConn) {
 	if _, err := e.cli.EnrollContext(nc, cc); err != nil {
 		_ = nc.Close()
