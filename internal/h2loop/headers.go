@@ -122,6 +122,9 @@ func (c *Conn) emit(f hpack.HeaderField) {
 		hb.malformed = true
 		return
 	}
+	if hb.trailers && connectionSpecific(f) {
+		return // dropped: see validField
+	}
 	hb.fields = append(hb.fields, f)
 }
 
@@ -131,7 +134,12 @@ func (c *Conn) emit(f hpack.HeaderField) {
 // :authority and :path without control bytes, as net/http's HTTP/2 server
 // takes them: a server answers a space in :path or an :authority that is
 // no host itself); a regular one with a lower-case name and a valid value,
-// and no connection-specific field.
+// and no connection-specific field (see connectionSpecific) in the
+// request's headers. In its trailers such a field is valid and dropped
+// (emit): the head and maybe the body have gone on to the handler, and a
+// stream reset there would leave it a body cut short; net/http's HTTP/2
+// server drops trailers a request did not announce, and the gateway never
+// passes such a trailer field.
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
 		if hb.regular || hb.trailers {
@@ -164,13 +172,21 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if !httpguts.ValidHeaderFieldName(f.Name) || strings.ToLower(f.Name) != f.Name || !httpguts.ValidHeaderFieldValue(f.Value) {
 		return false
 	}
+	return hb.trailers || !connectionSpecific(f)
+}
+
+// connectionSpecific reports whether f, a regular field with a lower-case
+// name, is connection-specific (RFC 9113 section 8.2.2): connection,
+// keep-alive, proxy-connection, transfer-encoding, upgrade, or a te other
+// than "trailers".
+func connectionSpecific(f hpack.HeaderField) bool {
 	switch f.Name {
 	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-		return false
+		return true
 	case "te":
-		return f.Value == "trailers"
+		return f.Value != "trailers"
 	}
-	return true
+	return false
 }
 
 // endBlock ends the header block: the stream is refused, answered 431,
