@@ -12,7 +12,10 @@ import (
 // TestBodyTooLargeAtHeadHTTP10: an HTTP/1.0 request whose Content-Length
 // is over server.max_body_bytes gets its 413 at its head, as an HTTP/1.1
 // one does, before a byte of its body comes (it cannot send Expect:
-// 100-continue), and the connection closes; on both engines.
+// 100-continue), and the connection closes; on both engines. So does an
+// HTTP/1.0 request that sends Expect: 100-continue all the same, and an
+// HTTP/1.1 one with an empty Expect line: neither is sent a 100 (RFC 9110
+// section 10.1.1).
 func TestBodyTooLargeAtHeadHTTP10(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", nil)
@@ -23,9 +26,13 @@ upstreams:
 routes:
   - {name: all, upstream: up}
 `, engine, up.URL))
-		for _, host := range []string{"Host: x\r\n", ""} {
+		for _, host := range []string{"Host: x\r\n", "", "Host: x\r\nExpect: 100-continue\r\n", "Host: x\r\nExpect:\r\n"} {
 			c, br := dialClient(t, gw.Addr)
-			if _, err := io.WriteString(c, "POST / HTTP/1.0\r\n"+host+"Content-Length: 1048576\r\n\r\n"); err != nil {
+			proto := "HTTP/1.0"
+			if strings.HasSuffix(host, "Expect:\r\n") {
+				proto = "HTTP/1.1"
+			}
+			if _, err := io.WriteString(c, "POST / "+proto+"\r\n"+host+"Content-Length: 1048576\r\n\r\n"); err != nil {
 				t.Fatal(err)
 			}
 			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
