@@ -179,7 +179,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // finish its headers in time is cut off, which defeats slow-header attacks),
 // and the body gets read_timeout and max_body_bytes. A request without a
 // body has nothing more to read, so its read deadline is left alone (which
-// saves re-arming the connection's timer on every such request).
+// saves re-arming the connection's timer on every such request). A request
+// of another version than HTTP/1.0 and 1.1 has no body read: it is
+// refused 505. One whose Content-Length is over max_body_bytes is held for
+// expect, which refuses it 413 at its head.
 func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if p := h.Protocol(); len(p) == len("HTTP/1.1") && string(p[:7]) == "HTTP/1." && p[7] > '1' && p[7] <= '9' {
 		// HTTP/1.2 and later minor versions are read as HTTP/1.1 (RFC
@@ -198,6 +201,14 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 		}
 	}
 	s := g.state.Load().cfg.Server
+	if !h.IsHTTP11() && string(h.Protocol()) != "HTTP/1.0" {
+		// Another version (HTTP/2.0 in a request line, HTTP/0.9…) is
+		// refused 505 at its head, as nginx refuses it, before any body
+		// check (see http1.RefusedHead): none of its body is read, and
+		// the lingering close after the answer drops what comes.
+		h.SetContentLength(0)
+		return fasthttp.RequestConfig{MaxRequestBodySize: s.MaxBodyBytes}
+	}
 	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && (len(h.Peek("Expect")) == 0 || !h.IsHTTP11()) {
 		// Held as an Expect: 100-continue is (see expect), which fasthttp
 		// reads nothing of before the answer; the client is not asked for
