@@ -18,7 +18,7 @@ func TestReadUpTo(t *testing.T) {
 			if n > 5*firstRead && name != "whole" {
 				continue // a million reads
 			}
-			got, err := readUpTo(r, n, nil)
+			got, err := readUpTo(r, n, firstRead, nil)
 			if err != nil || !bytes.Equal(got, body) {
 				t.Errorf("%d bytes, %s: %d bytes, %v", n, name, len(got), err)
 			}
@@ -26,14 +26,14 @@ func TestReadUpTo(t *testing.T) {
 				t.Errorf("%d bytes, %s: a buffer of %d", n, name, cap(got))
 			}
 		}
-		if got, err := readUpTo(bytes.NewReader(body[:n-1]), n, nil); err != nil || !bytes.Equal(got, body[:n-1]) {
+		if got, err := readUpTo(bytes.NewReader(body[:n-1]), n, firstRead, nil); err != nil || !bytes.Equal(got, body[:n-1]) {
 			t.Errorf("%d bytes announced, one fewer sent: %d bytes, %v, want the %d sent", n, len(got), err, n-1)
 		}
 	}
 	// A reader that sends 1000 bytes of 1 MiB, then fails: the buffer
 	// grew to firstRead, no further.
 	r := io.MultiReader(bytes.NewReader(make([]byte, 1000)), iotest.ErrReader(errors.New("stalled")))
-	if _, err := readUpTo(&capWatch{r: r, max: firstRead}, 1<<20, nil); err == nil || err.Error() != "stalled" {
+	if _, err := readUpTo(&capWatch{r: r, max: firstRead}, 1<<20, firstRead, nil); err == nil || err.Error() != "stalled" {
 		t.Errorf("a stalled body: %v", err)
 	}
 }
