@@ -28,14 +28,19 @@ type heldBodies struct {
 
 // reserve counts n bytes, about to be held, unless that would pass max;
 // it reports whether it did (release must then follow), and counts an
-// overflow when it did not.
+// overflow when it did not. A reservation that does not fit never shows in
+// the count (compare and swap): one made beside it that fits is granted.
 func (h *heldBodies) reserve(n, max int64) bool {
-	if h.bytes.Add(n) > max {
-		h.bytes.Add(-n)
-		h.overflows.Add(1)
-		return false
+	for {
+		held := h.bytes.Load()
+		if held+n > max {
+			h.overflows.Add(1)
+			return false
+		}
+		if h.bytes.CompareAndSwap(held, held+n) {
+			return true
+		}
 	}
-	return true
 }
 
 // release forgets n bytes reserve counted.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -119,5 +120,56 @@ func TestResumedBodyReleasesOnce(t *testing.T) {
 	unread.release()
 	if h.bytes.Load() != 0 {
 		t.Errorf("%d held after the releases, want 0", h.bytes.Load())
+	}
+}
+
+// TestHeldReserveNoFalseOverflow reserves a byte, and releases it, again
+// and again while other goroutines try reservations that never fit: the
+// byte always fits, so it is never refused. (reserve added, checked and
+// took back: a reservation that did not fit made the count pass the bound
+// for a moment, and one that fitted, made then, was refused too.)
+func TestHeldReserveNoFalseOverflow(t *testing.T) {
+	var h heldBodies
+	const bound = 100
+	stop := make(chan struct{})
+	var wg, started sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		started.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				granted := h.reserve(bound+1, bound)
+				if i == 0 {
+					started.Done()
+				}
+				if granted {
+					t.Error("a reservation past the bound was granted")
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	started.Wait()
+	refused := 0
+	for range 20000 {
+		if !h.reserve(1, bound) {
+			refused++
+			continue
+		}
+		h.release(1)
+	}
+	close(stop)
+	wg.Wait()
+	if refused > 0 {
+		t.Errorf("a byte that fitted was refused %d times in 20000", refused)
+	}
+	if n := h.bytes.Load(); n != 0 {
+		t.Errorf("%d bytes counted after every release", n)
 	}
 }
