@@ -78,15 +78,19 @@ func dial(cc *clientConn, t *target) {
 					err = r.Err
 				case <-stopped:
 					_ = nc.Close()
+					cc.stranded()
 					return
 				}
 			}
 		}
 		if err != nil {
-			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			if el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 				up.dialFailed(err)
 				return nil
-			}))
+			})) != nil {
+				<-stopped // the loops are stopping: cc's request never hears of the dial
+				cc.stranded()
+			}
 		}
 	}()
 }
