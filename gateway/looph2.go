@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"crypto/tls"
+	"net/http"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -284,7 +285,9 @@ func (h *loopH2) closed() {
 }
 
 // Serve takes a request that arrived whole through its route's lifecycle,
-// or to a goroutine (bridge) when the loops cannot serve it.
+// or to a goroutine (bridge) when the loops cannot serve it: among those
+// a CONNECT, and a malformed request (s.Malformed), which the goroutine
+// answers as net/http's HTTP/2 server and the gateway behind it do.
 func (h *loopH2) Serve(s *h2loop.Stream) {
 	st := h.stream()
 	st.s, s.Value = s, st
@@ -292,7 +295,7 @@ func (h *loopH2) Serve(s *h2loop.Stream) {
 	g := h.l.e.g
 	state := g.state.Load()
 	srv := &state.cfg.Server
-	if !h2Request(cc, s) {
+	if s.Malformed || s.Method == http.MethodConnect || !h2Request(cc, s) {
 		h.put(st)
 		h.bridge(s, true)
 		return
