@@ -95,12 +95,12 @@ const firstRead = 16 << 10
 // ends (io.EOF, not an error) or n bytes have come. Its buffer grows as
 // the bytes arrive (doubling, from first bytes, 1 to firstRead, to n at
 // most), so that what a client that announces a length and sends little
-// makes the gateway hold is at most twice what it sent, past the first
-// first bytes: an
-// HTTP/2 client announces as many bodies as it has streams. grow, unless
-// nil, is asked for each growth (the bytes the buffer gains) before it is
-// allocated: when it refuses, readUpTo returns the bytes read so far and
-// errNoRoom. On another error of r it returns nil and the error.
+// makes the gateway hold is at most twice what it sent, past its first
+// buffer: an HTTP/2 client announces as many bodies as it has streams.
+// grow, unless nil, is asked for each growth (the bytes the buffer gains)
+// before it is allocated: when it refuses, readUpTo returns the bytes read
+// so far and errNoRoom. On another error of r it returns nil and the
+// error.
 func readUpTo(r io.Reader, n, first int, grow func(int) bool) ([]byte, error) {
 	var buf []byte
 	for len(buf) < n {
