@@ -12,7 +12,10 @@ import (
 // TestBodyTooLargeAtHeadHTTP10: an HTTP/1.0 request whose Content-Length
 // is over server.max_body_bytes gets its 413 at its head, as an HTTP/1.1
 // one does, before a byte of its body comes (it cannot send Expect:
-// 100-continue), and the connection closes; on both engines.
+// 100-continue), and the connection closes; on both engines. So does an
+// HTTP/1.0 request that sends Expect: 100-continue all the same, and an
+// HTTP/1.1 one with an empty Expect line: neither is sent a 100 (RFC 9110
+// section 10.1.1).
 func TestBodyTooLargeAtHeadHTTP10(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", nil)
@@ -23,9 +26,13 @@ upstreams:
 routes:
   - {name: all, upstream: up}
 `, engine, up.URL))
-		for _, host := range []string{"Host: x\r\n", ""} {
+		for _, host := range []string{"Host: x\r\n", "", "Host: x\r\nExpect: 100-continue\r\n", "Host: x\r\nExpect:\r\n"} {
 			c, br := dialClient(t, gw.Addr)
-			if _, err := io.WriteString(c, "POST / HTTP/1.0\r\n"+host+"Content-Length: 1048576\r\n\r\n"); err != nil {
+			proto := "HTTP/1.0"
+			if strings.HasSuffix(host, "Expect:\r\n") {
+				proto = "HTTP/1.1"
+			}
+			if _, err := io.WriteString(c, "POST / "+proto+"\r\n"+host+"Content-Length: 1048576\r\n\r\n"); err != nil {
 				t.Fatal(err)
 			}
 			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
@@ -41,6 +48,50 @@ routes:
 			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 				t.Errorf("%q: after the 413: %v, want the connection closed", host, err)
 			}
+		}
+	})
+}
+
+// TestOtherVersionRefusedBeforeBody: a request of another version than
+// HTTP/1.0 and HTTP/1.1 (or a later HTTP/1.x, read as HTTP/1.1) is refused
+// 505 at its head, as nginx refuses it, whatever its body: with a
+// Content-Length over server.max_body_bytes too, and without a byte of
+// its body read; its connection closes; on both engines. (Over the limit
+// it was held as an HTTP/1.1 request with Expect: 100-continue, and
+// refused 413.)
+func TestOtherVersionRefusedBeforeBody(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024, read_timeout: 1m}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.URL))
+		for _, proto := range []string{"HTTP/2.0", "HTTP/3.0", "HTTP/0.9"} {
+			for _, length := range []string{"1048576", "10"} {
+				c, br := dialClient(t, gw.Addr)
+				if _, err := io.WriteString(c, "POST / "+proto+"\r\nHost: x\r\nContent-Length: "+length+"\r\n\r\n"); err != nil {
+					t.Fatal(err)
+				}
+				_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("%s, length %s: no answer before the body: %v", proto, length, err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 505 {
+					t.Errorf("%s, length %s: answer %d %q, want 505", proto, length, resp.StatusCode, b)
+				}
+				if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+					t.Errorf("%s, length %s: after the answer: %v, want the connection closed", proto, length, err)
+				}
+			}
+		}
+		if n := up.calls.Load(); n != 0 {
+			t.Errorf("the upstream saw %d requests", n)
 		}
 	})
 }

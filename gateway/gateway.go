@@ -46,6 +46,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -183,7 +184,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // finish its headers in time is cut off, which defeats slow-header attacks),
 // and the body gets read_timeout and max_body_bytes. A request without a
 // body has nothing more to read, so its read deadline is left alone (which
-// saves re-arming the connection's timer on every such request).
+// saves re-arming the connection's timer on every such request). A request
+// of another version than HTTP/1.0 and 1.1 has no body read: it is
+// refused 505. One whose Content-Length is over max_body_bytes is held for
+// expect, which refuses it 413 at its head.
 func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if p := h.Protocol(); len(p) == len("HTTP/1.1") && string(p[:7]) == "HTTP/1." && p[7] > '1' && p[7] <= '9' {
 		// HTTP/1.2 and later minor versions are read as HTTP/1.1 (RFC
@@ -202,6 +206,14 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 		}
 	}
 	s := g.state.Load().cfg.Server
+	if !h.IsHTTP11() && string(h.Protocol()) != "HTTP/1.0" {
+		// Another version (HTTP/2.0 in a request line, HTTP/0.9…) is
+		// refused 505 at its head, as nginx refuses it, before any body
+		// check (see http1.RefusedHead): none of its body is read, and
+		// the lingering close after the answer drops what comes.
+		h.SetContentLength(0)
+		return fasthttp.RequestConfig{MaxRequestBodySize: s.MaxBodyBytes}
+	}
 	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && (len(h.Peek("Expect")) == 0 || !h.IsHTTP11()) {
 		// Held as an Expect: 100-continue is (see expect), which fasthttp
 		// reads nothing of before the answer; the client is not asked for
@@ -213,7 +225,7 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 			h.SetProtocolBytes(http11)
 			h.SetConnectionClose()
 		}
-		h.Set("Expect", "100-continue")
+		h.Set("Expect", heldExpect(h.RawHeaders()))
 	}
 	if h.ContentLength() == 0 {
 		return fasthttp.RequestConfig{MaxRequestBodySize: s.MaxBodyBytes}
@@ -228,15 +240,17 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 // the connection closes after the answer with a lingering close (see
 // closeAfter). headerReceived has every request of such a length take
 // this path, Expect or not, so that its 413 comes at its head: one whose
-// client sent no Expect is refused whatever the configuration says now
-// (a reload may have come since headerReceived read it), never sent a
-// 100 it did not ask for. The decision and the request's handling read
-// one configuration.
+// client did not ask for a 100 (no Expect line, an empty one, an HTTP/1.0
+// client's, which RFC 9110 section 10.1.1 forbids answering with a 100)
+// is refused whatever the configuration says now (a reload may have come
+// since headerReceived read it), never sent a 100 it did not ask for (see
+// clientExpects). The decision and the request's handling read one
+// configuration.
 func (g *Gateway) expect(ctx *fasthttp.RequestCtx) int {
 	st := g.state.Load()
 	h := &ctx.Request.Header
 	max := st.cfg.Server.MaxBodyBytes
-	if (max <= 0 || h.ContentLength() <= max) && clientExpects(h.RawHeaders()) {
+	if (max <= 0 || h.ContentLength() <= max) && clientExpects(h) {
 		return fasthttp.StatusContinue
 	}
 	g.handleIn(ctx, st, true)
@@ -246,15 +260,41 @@ func (g *Gateway) expect(ctx *fasthttp.RequestCtx) int {
 	return ctx.Response.StatusCode()
 }
 
-// clientExpects reports whether the header block raw, a request's as its
-// client sent it, has an Expect line.
-func clientExpects(raw []byte) bool {
-	found := false
-	http1.Headers(raw, func(name, _ []byte) bool {
-		found = http1.EqualName(name, "Expect")
-		return !found
+// clientExpects reports whether h's client asked for a 100 Continue: its
+// first Expect line says 100-continue, and h's Expect is still that line's
+// value. headerReceived, holding a request its client did not ask for one
+// (an HTTP/1.1 request without the line or with an empty one, an HTTP/1.0
+// request with or without it, turned into an HTTP/1.1 one), sets an Expect
+// that differs from the client's line (see heldExpect).
+func clientExpects(h *fasthttp.RequestHeader) bool {
+	v, ok := rawExpect(h.RawHeaders())
+	return ok && bytes.EqualFold(v, continueExpect) && bytes.Equal(h.Peek("Expect"), v)
+}
+
+// continueExpect is the Expect value that asks for a 100 Continue.
+var continueExpect = []byte("100-continue")
+
+// rawExpect returns the value of the first Expect line of raw, a request's
+// header block as its client sent it, and whether it has one.
+func rawExpect(raw []byte) (value []byte, ok bool) {
+	http1.Headers(raw, func(name, v []byte) bool {
+		if http1.EqualName(name, "Expect") {
+			value, ok = v, true
+		}
+		return !ok
 	})
-	return found
+	return value, ok
+}
+
+// heldExpect returns the Expect that headerReceived sets on a request it
+// holds for expect, raw being its header block as its client sent it: one
+// that fasthttp reads as 100-continue and that differs from the client's
+// own Expect line, if any, so that clientExpects tells the two apart.
+func heldExpect(raw []byte) string {
+	if v, _ := rawExpect(raw); string(v) == "100-continue" {
+		return "100-Continue"
+	}
+	return "100-continue"
 }
 
 // Serve accepts plaintext connections on ln until Shutdown: HTTP/1.1, and

@@ -54,6 +54,9 @@ func newH2Engine(g *Gateway, cfg *config.Config) *h2Engine {
 			WriteByteTimeout: s.WriteTimeout.D(),
 		},
 		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+		// OPTIONS * reaches the gateway's handler, which refuses it as
+		// the loops and nginx do (400), not net/http's, which answers 200.
+		DisableGeneralOptionsHandler: true,
 	}
 	e.srv.Protocols.SetHTTP1(true)
 	e.srv.Protocols.SetHTTP2(true)

@@ -90,17 +90,18 @@ func lineTarget(target string) bool {
 }
 
 // oneHost reports whether r names one host, its :authority (r.Host): its
-// :path is not in absolute form ("http://a/b": net/http takes it, while
-// the gateway routes by :authority and sends the path alone) and its host
-// fields, if any, say the same host in any case (RFC 9113 section 8.3.1:
-// a server should treat a request whose host differs from :authority as
-// malformed). nginx refuses both; a proxy or upstream that reads the other
-// host would disagree with the gateway's routing and X-Forwarded-Host. A
-// CONNECT's :authority is its target, with no :path (an extended
-// CONNECT's, a WebSocket's, has one).
+// :path is an absolute path, neither in absolute form ("http://a/b":
+// net/http takes it, while the gateway routes by :authority and sends the
+// path alone) nor "*" (the asterisk form, refused on HTTP/1.1 too), and
+// its host fields, if any, say the same host in any case (RFC 9113 section
+// 8.3.1: a server should treat a request whose host differs from
+// :authority as malformed). nginx refuses all three; a proxy or upstream
+// that reads the other host would disagree with the gateway's routing and
+// X-Forwarded-Host. A CONNECT's :authority is its target, with no :path
+// (an extended CONNECT's, a WebSocket's, has one).
 func oneHost(r *http.Request) bool {
 	connect := r.Method == http.MethodConnect && r.Header[":protocol"] == nil
-	if !connect && r.RequestURI != "*" && !strings.HasPrefix(r.RequestURI, "/") {
+	if !connect && !strings.HasPrefix(r.RequestURI, "/") {
 		return false
 	}
 	for _, v := range r.Header["Host"] {

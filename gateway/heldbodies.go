@@ -28,14 +28,19 @@ type heldBodies struct {
 
 // reserve counts n bytes, about to be held, unless that would pass max;
 // it reports whether it did (release must then follow), and counts an
-// overflow when it did not.
+// overflow when it did not. A reservation that does not fit never shows in
+// the count (compare and swap): one made beside it that fits is granted.
 func (h *heldBodies) reserve(n, max int64) bool {
-	if h.bytes.Add(n) > max {
-		h.bytes.Add(-n)
-		h.overflows.Add(1)
-		return false
+	for {
+		held := h.bytes.Load()
+		if held+n > max {
+			h.overflows.Add(1)
+			return false
+		}
+		if h.bytes.CompareAndSwap(held, held+n) {
+			return true
+		}
 	}
-	return true
 }
 
 // release forgets n bytes reserve counted.
@@ -45,7 +50,7 @@ func (h *heldBodies) release(n int64) { h.bytes.Add(-n) }
 var errNoRoom = errors.New("gateway: no room to hold the request body")
 
 // read reads a body from r to hold it: until r ends or n bytes have come
-// (see readUpTo), counting its buffer against max as the buffer grows. It
+// (see readUpTo), counting its buffer against limit as the buffer grows. It
 // returns the bytes read and how many bytes h counts for them, to release
 // once the body is no longer held. On an error of r it counts nothing;
 // when h refuses the buffer room (an overflow), the error is errNoRoom and
@@ -54,10 +59,17 @@ var errNoRoom = errors.New("gateway: no room to hold the request body")
 // have been sent. A body that ends before its buffer is full (one of
 // unknown length, a gRPC request) is copied to a buffer of its length,
 // and counts that: a request of a few bytes does not hold a first buffer
-// of firstRead for as long as it is held.
-func (h *heldBodies) read(r io.Reader, n int, max int64) (buf []byte, counted int64, err error) {
-	buf, err = readUpTo(r, n, func(k int) bool {
-		if !h.reserve(int64(k), max) {
+// of firstRead for as long as it is held. Under a limit below firstRead
+// the first buffer is limit bytes, so that a body of unknown length of
+// under limit bytes is still held (a first buffer of firstRead never
+// fits).
+func (h *heldBodies) read(r io.Reader, n int, limit int64) (buf []byte, counted int64, err error) {
+	first := firstRead
+	if limit < firstRead {
+		first = max(int(limit), 1)
+	}
+	buf, err = readUpTo(r, n, first, func(k int) bool {
+		if !h.reserve(int64(k), limit) {
 			return false
 		}
 		counted += int64(k)
@@ -81,18 +93,19 @@ const firstRead = 16 << 10
 
 // readUpTo reads r whole into memory, up to n bytes: it returns when r
 // ends (io.EOF, not an error) or n bytes have come. Its buffer grows as
-// the bytes arrive (doubling, from firstRead, to n at most), so that what
-// a client that announces a length and sends little makes the gateway
-// hold is at most twice what it sent, past the first firstRead bytes: an
-// HTTP/2 client announces as many bodies as it has streams. grow, unless
-// nil, is asked for each growth (the bytes the buffer gains) before it is
-// allocated: when it refuses, readUpTo returns the bytes read so far and
-// errNoRoom. On another error of r it returns nil and the error.
-func readUpTo(r io.Reader, n int, grow func(int) bool) ([]byte, error) {
+// the bytes arrive (doubling, from first bytes, 1 to firstRead, to n at
+// most), so that what a client that announces a length and sends little
+// makes the gateway hold is at most twice what it sent, past its first
+// buffer: an HTTP/2 client announces as many bodies as it has streams.
+// grow, unless nil, is asked for each growth (the bytes the buffer gains)
+// before it is allocated: when it refuses, readUpTo returns the bytes read
+// so far and errNoRoom. On another error of r it returns nil and the
+// error.
+func readUpTo(r io.Reader, n, first int, grow func(int) bool) ([]byte, error) {
 	var buf []byte
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
-			size := min(n, max(firstRead, 2*cap(buf)))
+			size := min(n, max(first, 2*cap(buf)))
 			if grow != nil && !grow(size-cap(buf)) {
 				return buf, errNoRoom
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -18,7 +19,7 @@ func TestReadUpTo(t *testing.T) {
 			if n > 5*firstRead && name != "whole" {
 				continue // a million reads
 			}
-			got, err := readUpTo(r, n, nil)
+			got, err := readUpTo(r, n, firstRead, nil)
 			if err != nil || !bytes.Equal(got, body) {
 				t.Errorf("%d bytes, %s: %d bytes, %v", n, name, len(got), err)
 			}
@@ -26,14 +27,14 @@ func TestReadUpTo(t *testing.T) {
 				t.Errorf("%d bytes, %s: a buffer of %d", n, name, cap(got))
 			}
 		}
-		if got, err := readUpTo(bytes.NewReader(body[:n-1]), n, nil); err != nil || !bytes.Equal(got, body[:n-1]) {
+		if got, err := readUpTo(bytes.NewReader(body[:n-1]), n, firstRead, nil); err != nil || !bytes.Equal(got, body[:n-1]) {
 			t.Errorf("%d bytes announced, one fewer sent: %d bytes, %v, want the %d sent", n, len(got), err, n-1)
 		}
 	}
 	// A reader that sends 1000 bytes of 1 MiB, then fails: the buffer
 	// grew to firstRead, no further.
 	r := io.MultiReader(bytes.NewReader(make([]byte, 1000)), iotest.ErrReader(errors.New("stalled")))
-	if _, err := readUpTo(&capWatch{r: r, max: firstRead}, 1<<20, nil); err == nil || err.Error() != "stalled" {
+	if _, err := readUpTo(&capWatch{r: r, max: firstRead}, 1<<20, firstRead, nil); err == nil || err.Error() != "stalled" {
 		t.Errorf("a stalled body: %v", err)
 	}
 }
@@ -119,5 +120,56 @@ func TestResumedBodyReleasesOnce(t *testing.T) {
 	unread.release()
 	if h.bytes.Load() != 0 {
 		t.Errorf("%d held after the releases, want 0", h.bytes.Load())
+	}
+}
+
+// TestHeldReserveNoFalseOverflow reserves a byte, and releases it, again
+// and again while other goroutines try reservations that never fit: the
+// byte always fits, so it is never refused. (reserve added, checked and
+// took back: a reservation that did not fit made the count pass the bound
+// for a moment, and one that fitted, made then, was refused too.)
+func TestHeldReserveNoFalseOverflow(t *testing.T) {
+	var h heldBodies
+	const bound = 100
+	stop := make(chan struct{})
+	var wg, started sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		started.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				granted := h.reserve(bound+1, bound)
+				if i == 0 {
+					started.Done()
+				}
+				if granted {
+					t.Error("a reservation past the bound was granted")
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	started.Wait()
+	refused := 0
+	for range 20000 {
+		if !h.reserve(1, bound) {
+			refused++
+			continue
+		}
+		h.release(1)
+	}
+	close(stop)
+	wg.Wait()
+	if refused > 0 {
+		t.Errorf("a byte that fitted was refused %d times in 20000", refused)
+	}
+	if n := h.bytes.Load(); n != 0 {
+		t.Errorf("%d bytes counted after every release", n)
 	}
 }

@@ -223,3 +223,35 @@ func TestHeldBodiesGivenBackAtShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestHalfClosedHeldBodyGivenBackAtShutdown, on the loop engine: a client
+// that sends a GET with a body and shuts its sending side, its request
+// upstream, then a shutdown cut short: the loops close the upstream
+// connection, which sends the request again (a GET, nothing answered yet)
+// while the loops stop, and the held body is given back all the same.
+// (The second sending never began nor ended, so its body stayed counted.)
+func TestHalfClosedHeldBodyGivenBackAtShutdown(t *testing.T) {
+	up, arrived, release := slowUpstream(t)
+	defer release()
+	gw := retryGateway(t, "loop", "", up.URL, "r", "")
+	c, _ := dialClient(t, gw.Addr)
+	body := patternBody(heldBody)
+	if _, err := fmt.Fprintf(c, "GET /slow/0 HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the request upstream", func() bool { return arrived.Load() == 1 })
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if held := heldBytes(t, gw); held != heldBody {
+		t.Fatalf("%v bytes held, want %d", held, heldBody)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the shutdown waits for nothing: what is open closes
+	gw.stopped.Store(true)
+	_ = gw.Shutdown(ctx)
+	if err := <-gw.served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	eventually(t, "the held body given back", func() bool { return heldBytes(t, gw) == 0 })
+}

@@ -149,8 +149,10 @@ func TestHeldBodiesBound(t *testing.T) {
 // retrying route, whose first attempt fails UNAVAILABLE: with
 // server.max_held_body_bytes 4 its request is not held (it streams once,
 // and the client gets the UNAVAILABLE), and the overflow is counted; with
-// the default it is held and retried (OK). (A call's request was held,
-// up to 1 MiB, with no bound across the gateway.)
+// the default it is held and retried (OK), and so it is with a bound under
+// the 16 KiB first buffer of a body of unknown length (8 KiB: the first
+// buffer takes the bound at most). (A call's request was held, up to 1
+// MiB, with no bound across the gateway; under 16 KiB, none ever was.)
 func TestHeldBodiesBoundGRPC(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		up := startGRPCUpstream(t)
@@ -158,7 +160,7 @@ func TestHeldBodiesBoundGRPC(t *testing.T) {
 			held      string
 			want      codes.Code
 			overflows float64
-		}{{"max_held_body_bytes: 4", codes.Unavailable, 1}, {"", codes.OK, 0}} {
+		}{{"max_held_body_bytes: 4", codes.Unavailable, 1}, {"", codes.OK, 0}, {"max_held_body_bytes: 8192", codes.OK, 0}} {
 			gw := retryGateway(t, engine, tc.held, "http://"+up.addr, "grpc", "    grpc: {idempotent: [/grpc.testing.TestService/UnaryCall]}\n")
 			up.failFirst.Store(1)
 			if st, _ := unary(t, grpcClient(t, gw.Addr), "retried"); st.Code() != tc.want {

@@ -55,6 +55,23 @@ func (cc *clientConn) halfClose() bool {
 	return true
 }
 
+// stranded frees what cc's request holds when the loops stopped while it
+// was being sent (again) upstream, so that it never ends (see dial): its
+// timer, its body's charge (see hold) and, when its client had
+// half-closed, the socket halfClose kept and the stream it counted. It
+// runs once the loops have exited (the engine's stopped is closed):
+// nothing else touches cc then. What the request's end freed already is
+// not freed twice.
+func (cc *clientConn) stranded() {
+	cc.stopTimer()
+	cc.unhold()
+	if cc.half != nil {
+		_ = cc.half.Close()
+		cc.half = nil
+		cc.l.e.streams.done() // taken in halfClose
+	}
+}
+
 // halfLeft cancels the request of a half-closed client (see halfClose)
 // that is still upstream: the client is answered 499, as on the goroutine
 // engine, and its connection closes.

@@ -63,7 +63,8 @@ func (l *loop) putIdle(up *upConn) {
 // dial connects to t for cc's request, off the loop, within t's
 // connect_timeout (a route's timeout, when shorter, ends it sooner); the
 // connection joins the loop, which sends the request when it opens. A
-// connection the loop never took, as they stopped, is closed.
+// connection the loop never took, as they stopped, is closed, and what
+// the request holds is freed (see stranded).
 func dial(cc *clientConn, t *target) {
 	up := &upConn{l: cc.l, t: t, cc: cc}
 	cc.up = up
@@ -78,15 +79,19 @@ func dial(cc *clientConn, t *target) {
 					err = r.Err
 				case <-stopped:
 					_ = nc.Close()
+					cc.stranded()
 					return
 				}
 			}
 		}
 		if err != nil {
-			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			if el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 				up.dialFailed(err)
 				return nil
-			}))
+			})) != nil {
+				<-stopped // the loops are stopping: cc's request never hears of the dial
+				cc.stranded()
+			}
 		}
 	}()
 }

@@ -197,9 +197,18 @@ func TestTrailers(t *testing.T) {
 	h.headers(5, h.block(":method", "POST", ":scheme", "http", ":path", "/t"), false)
 	h.headers(5, h.block(":path", "/x"), true)
 	rst(t, h.feed(), 5, http2.ErrCodeProtocol)
+	// A connection-specific field in trailers is dropped, the rest served
+	// (a reset would cut a body the handler may have passed on).
+	h.headers(7, h.block(":method", "POST", ":scheme", "http", ":path", "/t"), false)
+	_ = h.fr.WriteData(7, false, []byte("body"))
+	h.headers(7, h.block("transfer-encoding", "chunked", "x-checksum", "abc", "connection", "close", "te", "gzip", "te", "trailers"), true)
+	h.feed()
+	if last := h.served[len(h.served)-1]; last.ID != 7 || len(last.Trailer) != 2 || field(last.Trailer, "x-checksum") != "abc" || field(last.Trailer, "te") != "trailers" {
+		t.Fatalf("served %+v", last)
+	}
 	// A HEADERS frame on a half-closed stream.
-	h.headers(7, h.get("/t"), true)
-	h.headers(7, h.block("x-a", "b"), true)
+	h.headers(9, h.get("/t"), true)
+	h.headers(9, h.block("x-a", "b"), true)
 	goAway(t, h, h.feed(), http2.ErrCodeStreamClosed)
 }
 

@@ -128,6 +128,9 @@ func (c *Conn) emit(f hpack.HeaderField) {
 		hb.malformed = true
 		return
 	}
+	if hb.trailers && connectionSpecific(f) {
+		return // dropped: see validField
+	}
 	hb.fields = append(hb.fields, f)
 }
 
@@ -138,10 +141,14 @@ func (c *Conn) emit(f hpack.HeaderField) {
 // takes them: a server answers a space in :path or an :authority that is
 // no host itself); a regular one with a lower-case name and a valid value.
 // A :method that is no token, a connection-specific field or a te other
-// than "trailers" in a request's header section (section 8.2.2) make it
-// malformed, but net/http's HTTP/2 server (or the gateway behind it)
-// answers it 400: it is kept, the block marked for the handler to answer
-// (see Stream.Malformed).
+// than "trailers" (see connectionSpecific) in a request's header section
+// (section 8.2.2) make it malformed, but net/http's HTTP/2 server (or the
+// gateway behind it) answers it 400: it is kept, the block marked for the
+// handler to answer (see Stream.Malformed). In its trailers such a field
+// is valid and dropped (emit): the head and maybe the body have gone on
+// to the handler, and a stream reset there would leave it a body cut
+// short; net/http's HTTP/2 server drops trailers a request did not
+// announce, and the gateway never passes such a trailer field.
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
 		if hb.regular || hb.trailers {
@@ -181,21 +188,24 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if !httpguts.ValidHeaderFieldName(f.Name) || strings.ToLower(f.Name) != f.Name || !httpguts.ValidHeaderFieldValue(f.Value) {
 		return false
 	}
-	switch f.Name {
-	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-		if hb.trailers {
-			return false
-		}
+	if !hb.trailers && connectionSpecific(f) {
 		hb.answered = true
-	case "te":
-		if f.Value != "trailers" {
-			if hb.trailers {
-				return false
-			}
-			hb.answered = true
-		}
 	}
 	return true
+}
+
+// connectionSpecific reports whether f, a regular field with a lower-case
+// name, is connection-specific (RFC 9113 section 8.2.2): connection,
+// keep-alive, proxy-connection, transfer-encoding, upgrade, or a te other
+// than "trailers".
+func connectionSpecific(f hpack.HeaderField) bool {
+	switch f.Name {
+	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+		return true
+	case "te":
+		return f.Value != "trailers"
+	}
+	return false
 }
 
 // endBlock ends the header block: the stream is refused, answered 431,
