@@ -13,6 +13,7 @@ type h2MalformedCase struct {
 	name   string
 	fields []string
 	data   string
+	open   bool   // with no data: END_STREAM on an empty DATA frame, not on the HEADERS
 	status string // "RST PROTOCOL_ERROR" for a reset
 	body   string // "" when any (compared across engines)
 }
@@ -41,8 +42,8 @@ func checkH2Malformed(t *testing.T, cases []h2MalformedCase) {
 		got := map[string]map[string]string{}
 		for i, c := range cases {
 			id := uint32(1 + 2*i)
-			h.headers(t, id, c.data == "", c.fields...)
-			if c.data != "" {
+			h.headers(t, id, c.data == "" && !c.open, c.fields...)
+			if c.data != "" || c.open {
 				if err := h.fr.WriteData(id, true, []byte(c.data)); err != nil {
 					t.Fatal(err)
 				}
@@ -108,6 +109,7 @@ func TestH2ContentLengthMismatchAnswered(t *testing.T) {
 		{name: "two lengths", fields: h2Post("content-length", "5", "content-length", "6"), data: "hello", status: "400"},
 		{name: "longer than the data", fields: h2Post("content-length", "50"), data: "hello", status: "400"},
 		{name: "no data", fields: h2Post("content-length", "5"), status: "400"},
+		{name: "empty DATA", fields: h2Post("content-length", "5"), open: true, status: "400", body: `{"error":"body_unreadable"}` + "\n"},
 		{name: "GET without data", fields: h2Get("content-length", "5"), status: "400"},
 		{name: "HEAD", fields: []string{":method", "HEAD", ":scheme", "http", ":authority", "a.test", ":path", "/a", "content-length", "5"}, status: "400"},
 		{name: "shorter than the data", fields: h2Post("content-length", "2"), data: "hello", status: "RST PROTOCOL_ERROR"},

@@ -33,7 +33,9 @@ type Stream struct {
 	// Trailer holds the fields of the request's trailers; nil without.
 	Trailer []hpack.HeaderField
 	// Body is the request's body; nil on a stream taken before it (see
-	// StreamHandler.Open).
+	// StreamHandler.Open), and on a request that ended with its HEADERS.
+	// Its first DATA frame, even empty, makes it not nil when the request
+	// has a content-length above 0.
 	Body []byte
 	// ContentLength is the request's content-length; -1 without one.
 	ContentLength int64
