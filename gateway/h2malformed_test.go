@@ -91,6 +91,7 @@ func TestH2ConnectionSpecificFieldsAnswered(t *testing.T) {
 		{name: "transfer-encoding", fields: h2Post("transfer-encoding", "chunked"), data: "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a.test\r\n\r\n",
 			status: "400", body: text("Transfer-Encoding")},
 		{name: "te gzip", fields: h2Get("te", "gzip"), status: "400", body: `request header "TE" may only be "trailers" in HTTP/2` + "\n"},
+		{name: "te trailers twice", fields: h2Get("te", "trailers", "te", "trailers"), status: "400", body: `request header "TE" may only be "trailers" in HTTP/2` + "\n"},
 		{name: "te trailers, gzip", fields: h2Get("te", "trailers, gzip"), status: "400", body: `request header "TE" may only be "trailers" in HTTP/2` + "\n"},
 	})
 }

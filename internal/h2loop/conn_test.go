@@ -259,6 +259,7 @@ func TestMalformedAnswered(t *testing.T) {
 		"upgrade":             {":method", "GET", ":scheme", "http", ":path", "/", "upgrade", "h2c"},
 		"transfer-encoding":   {":method", "GET", ":scheme", "http", ":path", "/", "transfer-encoding", "chunked"},
 		"te gzip":             {":method", "GET", ":scheme", "http", ":path", "/", "te", "gzip"},
+		"te twice":            {":method", "GET", ":scheme", "http", ":path", "/", "te", "trailers", "te", "trailers"},
 		"two lengths":         {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "2"},
 		"signed length":       {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
 		"length not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},

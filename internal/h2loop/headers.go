@@ -28,6 +28,7 @@ type headerBlock struct {
 	malformed bool
 	answered  bool // malformed, but for a server to answer (see Stream.Malformed)
 	regular   bool // a regular field came: no pseudo-header after it
+	te        bool // a te field came: another makes the request malformed
 	connect   bool // :protocol is allowed (Config.ConnectProtocol)
 	fields    []hpack.HeaderField
 }
@@ -132,8 +133,9 @@ func (c *Conn) emit(f hpack.HeaderField) {
 // :authority and :path without control bytes, as net/http's HTTP/2 server
 // takes them: a server answers a space in :path or an :authority that is
 // no host itself); a regular one with a lower-case name and a valid value.
-// A :method that is no token, a connection-specific field or a te other
-// than "trailers" in a request's header section (section 8.2.2) make it
+// A :method that is no token, a connection-specific field, a te other
+// than "trailers" or a second te field (net/http's HTTP/2 server takes
+// one "trailers" only) in a request's header section (section 8.2.2) make it
 // malformed, but net/http's HTTP/2 server (or the gateway behind it)
 // answers it 400: it is kept, the block marked for the handler to answer
 // (see Stream.Malformed).
@@ -183,12 +185,13 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 		}
 		hb.answered = true
 	case "te":
-		if f.Value != "trailers" {
+		if f.Value != "trailers" || hb.te {
 			if hb.trailers {
 				return false
 			}
 			hb.answered = true
 		}
+		hb.te = true
 	}
 	return true
 }

@@ -47,7 +47,8 @@ type Stream struct {
 	// that net/http's HTTP/2 server, or the gateway behind it, answers (400)
 	// rather than resets (section 8.1.1 lets a server answer before it
 	// resets): a :method that is no token, a connection-specific field or
-	// a te other than "trailers" (section 8.2.2), content-length fields of different lengths
+	// a te other than "trailers" or more than one te (section 8.2.2),
+	// content-length fields of different lengths
 	// (ContentLength is the first), one that is no length on a request
 	// without a body, or a body held whole that ended shorter than its
 	// content-length. Only a connection with a StreamHandler serves such
