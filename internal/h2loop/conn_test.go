@@ -248,9 +248,9 @@ func TestMalformed(t *testing.T) {
 // TestMalformedAnswered hands the malformed requests that net/http's
 // HTTP/2 server (or the gateway behind it) answers rather than resets to
 // the handler, Malformed, as they came: at their HEADERS to Open when a
-// body is to come, else to Serve; content-length fields that are no
-// length reset a stream whose body is to come (net/http's server reads a
-// length of 0, which the body then exceeds).
+// body is to come, else to Serve; a first content-length field that is
+// no length resets a stream whose body is to come (net/http's server reads
+// a length of 0, which the body then exceeds).
 func TestMalformedAnswered(t *testing.T) {
 	for name, fields := range map[string][]string{
 		"connection":          {":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"},
@@ -263,6 +263,7 @@ func TestMalformedAnswered(t *testing.T) {
 		"two lengths":         {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "2"},
 		"signed length":       {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
 		"length not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},
+		"second not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "1x"},
 		"method with space":   {":method", "GET /a", ":scheme", "http", ":path", "/"},
 	} {
 		t.Run(name, func(t *testing.T) {

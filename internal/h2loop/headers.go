@@ -268,11 +268,12 @@ func (c *Conn) endBlock() {
 // :protocol (not served here) but without :authority (RFC 8441 section 4),
 // :protocol on another method, another pseudo-header field missing or
 // empty, userinfo in an http or https request's :authority (or its first
-// host field without one), or a content-length that is no length while
-// the body is to come (net/http's HTTP/2 server reads it as 0, and resets
-// the stream at its DATA). Content-length fields of different lengths
-// (s.ContentLength the first, as net/http's server takes it), or one that
-// is no length on a request without a body, make it Malformed. A :path of
+// host field without one), or a first content-length that is no length
+// while the body is to come (net/http's HTTP/2 server reads it as 0, and
+// resets the stream at its DATA). Content-length fields of different
+// lengths or a later one that is no length (s.ContentLength the first, as
+// net/http's server takes it), or one that is no length on a request
+// without a body, make it Malformed. A :path of
 // another form than an absolute path (a relative one, "*", an absolute
 // URI, as net/http's HTTP/2 server takes them) is the server's to judge.
 func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bool {
@@ -316,7 +317,7 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 			n, err := strconv.ParseInt(f.Value, 10, 64)
 			switch {
 			case err != nil || n < 0 || f.Value[0] == '+':
-				if !endStream {
+				if !endStream && !lengths {
 					return false
 				}
 				s.Malformed = true

@@ -48,9 +48,9 @@ type Stream struct {
 	// rather than resets (section 8.1.1 lets a server answer before it
 	// resets): a :method that is no token, a connection-specific field or
 	// a te other than "trailers" or more than one te (section 8.2.2),
-	// content-length fields of different lengths
-	// (ContentLength is the first), one that is no length on a request
-	// without a body, or a body held whole that ended shorter than its
+	// content-length fields of different lengths or a later one that is
+	// no length (ContentLength is the first), one that is no length on a
+	// request without a body, or a body held whole that ended shorter than its
 	// content-length. Only a connection with a StreamHandler serves such
 	// a stream (offered to Open at its HEADERS unless it has no body, else
 	// to Serve when it ends); without one it is reset (PROTOCOL_ERROR).
