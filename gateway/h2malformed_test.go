@@ -142,3 +142,14 @@ func TestH2UserinfoReset(t *testing.T) {
 		{name: "host", fields: []string{":method", "GET", ":scheme", "http", ":path", "/a", "host", "evil@a.test"}, status: "RST PROTOCOL_ERROR"},
 	})
 }
+
+// TestH2SchemeReset sends a request whose :scheme is neither "http" nor
+// "https": every HTTP/2 engine resets the stream (PROTOCOL_ERROR), as
+// net/http's HTTP/2 server resets it before any handler sees it, and no
+// upstream gets it. (The loops sent it upstream.)
+func TestH2SchemeReset(t *testing.T) {
+	checkH2Malformed(t, []h2MalformedCase{
+		{name: "ftp", fields: []string{":method", "GET", ":scheme", "ftp", ":authority", "a.test", ":path", "/a"}, status: "RST PROTOCOL_ERROR"},
+		{name: "HTTP", fields: []string{":method", "GET", ":scheme", "HTTP", ":authority", "a.test", ":path", "/a"}, status: "RST PROTOCOL_ERROR"},
+	})
+}

@@ -216,6 +216,7 @@ func TestMalformed(t *testing.T) {
 		"no path":               {":method", "GET", ":scheme", "http"},
 		"empty path":            {":method", "GET", ":scheme", "http", ":path", ""},
 		"no scheme":             {":method", "GET", ":path", "/"},
+		"scheme ftp":            {":method", "GET", ":scheme", "ftp", ":path", "/"},
 		"CONNECT with a path":   {":method", "CONNECT", ":authority", "example.test:443", ":path", "/"},
 		"CONNECT with scheme":   {":method", "CONNECT", ":authority", "example.test:443", ":scheme", "http"},
 		"CONNECT, no authority": {":method", "CONNECT"},

@@ -267,7 +267,8 @@ func (c *Conn) endBlock() {
 // a :path or :scheme, or without :authority (section 8.5), a CONNECT with
 // :protocol (not served here) but without :authority (RFC 8441 section 4),
 // :protocol on another method, another pseudo-header field missing or
-// empty, userinfo in an http or https request's :authority (or its first
+// empty, a :scheme other than "http" or "https" (but on an extended
+// CONNECT), userinfo in an http or https request's :authority (or its first
 // host field without one), or a first content-length that is no length
 // while the body is to come (net/http's HTTP/2 server reads it as 0, and
 // resets the stream at its DATA). Content-length fields of different
@@ -302,6 +303,8 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 			return false
 		}
 	case s.Method == "" || s.Scheme == "" || s.Path == "" || (s.Method == "CONNECT") != (s.Protocol != ""):
+		return false
+	case s.Protocol == "" && s.Scheme != "http" && s.Scheme != "https":
 		return false
 	case s.Protocol != "" && s.Authority == "":
 		return false
