@@ -263,6 +263,7 @@ func TestMalformedAnswered(t *testing.T) {
 		"te twice":            {":method", "GET", ":scheme", "http", ":path", "/", "te", "trailers", "te", "trailers"},
 		"two lengths":         {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "2"},
 		"signed length":       {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
+		"signed zero length":  {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "-0"},
 		"length not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},
 		"second not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "1x"},
 		"method with space":   {":method", "GET /a", ":scheme", "http", ":path", "/"},

@@ -319,7 +319,7 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 		case "content-length":
 			n, err := strconv.ParseInt(f.Value, 10, 64)
 			switch {
-			case err != nil || n < 0 || f.Value[0] == '+':
+			case err != nil || strings.TrimLeft(f.Value, "0123456789") != "": // digits only (RFC 9110 section 8.6): no sign
 				if !endStream && !lengths {
 					return false
 				}
