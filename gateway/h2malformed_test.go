@@ -109,6 +109,7 @@ func TestH2ContentLengthMismatchAnswered(t *testing.T) {
 	checkH2Malformed(t, []h2MalformedCase{
 		{name: "two lengths", fields: h2Post("content-length", "5", "content-length", "6"), data: "hello", status: "400"},
 		{name: "a length, then no length", fields: h2Post("content-length", "5", "content-length", "5x"), data: "hello", status: "400"},
+		{name: "one length spelled twice", fields: h2Post("content-length", "0", "content-length", "00"), status: "400"},
 		{name: "signed zero", fields: h2Post("content-length", "-0"), status: "400"},
 		{name: "longer than the data", fields: h2Post("content-length", "50"), data: "hello", status: "400"},
 		{name: "no data", fields: h2Post("content-length", "5"), status: "400"},

@@ -265,6 +265,7 @@ func TestMalformedAnswered(t *testing.T) {
 		"signed length":       {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
 		"signed zero length":  {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "-0"},
 		"length not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},
+		"1 and 01":            {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "01"},
 		"second not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "1x"},
 		"method with space":   {":method", "GET /a", ":scheme", "http", ":path", "/"},
 	} {

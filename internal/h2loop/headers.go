@@ -272,7 +272,9 @@ func (c *Conn) endBlock() {
 // host field without one), or a first content-length that is no length
 // while the body is to come (net/http's HTTP/2 server reads it as 0, and
 // resets the stream at its DATA). Content-length fields of different
-// lengths or a later one that is no length (s.ContentLength the first, as
+// values (another length, or the same one spelled otherwise: 0, 00, as
+// the gateway behind net/http's server refuses them) or a later one that
+// is no length (s.ContentLength the first, as
 // net/http's server takes it), or one that is no length on a request
 // without a body, make it Malformed. A :path of
 // another form than an absolute path (a relative one, "*", an absolute
@@ -309,7 +311,7 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 	case s.Protocol != "" && s.Authority == "":
 		return false
 	}
-	authority, named, lengths := s.Authority, s.Authority != "", false
+	authority, named, lengths, length := s.Authority, s.Authority != "", false, ""
 	for _, f := range regular {
 		switch f.Name {
 		case "host":
@@ -325,8 +327,8 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 				}
 				s.Malformed = true
 			case !lengths:
-				s.ContentLength = n
-			case n != s.ContentLength:
+				s.ContentLength, length = n, f.Value
+			case f.Value != length: // another length, or the same spelled otherwise
 				s.Malformed = true
 			}
 			lengths = true
