@@ -85,6 +85,7 @@ func TestH2ConnectionSpecificFieldsAnswered(t *testing.T) {
 	text := func(name string) string { return `request header "` + name + `" is not valid in HTTP/2` + "\n" }
 	checkH2Malformed(t, []h2MalformedCase{
 		{name: "connection", fields: h2Get("connection", "keep-alive"), status: "400", body: text("Connection")},
+		{name: "HEAD with connection", fields: []string{":method", "HEAD", ":scheme", "http", ":authority", "a.test", ":path", "/a", "connection", "keep-alive"}, status: "400"},
 		{name: "keep-alive", fields: h2Get("keep-alive", "timeout=5"), status: "400", body: text("Keep-Alive")},
 		{name: "proxy-connection", fields: h2Get("proxy-connection", "keep-alive"), status: "400", body: text("Proxy-Connection")},
 		{name: "upgrade", fields: h2Get("upgrade", "h2c"), status: "400", body: text("Upgrade")},
