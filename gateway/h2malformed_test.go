@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"maps"
 	"runtime"
 	"testing"
@@ -154,5 +155,48 @@ func TestH2SchemeReset(t *testing.T) {
 	checkH2Malformed(t, []h2MalformedCase{
 		{name: "ftp", fields: []string{":method", "GET", ":scheme", "ftp", ":authority", "a.test", ":path", "/a"}, status: "RST PROTOCOL_ERROR"},
 		{name: "HTTP", fields: []string{":method", "GET", ":scheme", "HTTP", ":authority", "a.test", ":path", "/a"}, status: "RST PROTOCOL_ERROR"},
+	})
+}
+
+// TestH2MalformedBodiesGiveBackTheWindow sends malformed requests whose
+// bodies (48 KiB each, not ended) no handler reads, twice the
+// connection's window of them in all: each is answered, and its body's
+// share of the connection's window comes back, so that a request after
+// them is served (a client that sent past the window would lose the
+// connection, FLOW_CONTROL_ERROR).
+func TestH2MalformedBodiesGiveBackTheWindow(t *testing.T) {
+	forH2Engines(t, func(t *testing.T, engine string) {
+		u := startWireUpstream(t, nil)
+		tg := gatewayTo(t, engine, u.addr)
+		h := dialH2(t, tg.Addr)
+		chunk := bytes.Repeat([]byte("x"), 16<<10)
+		malformed := [][]string{
+			h2Post("connection", "x"),
+			h2Post("content-length", "49152", "content-length", "49153"),
+			{":method", "CONNECT", ":authority", "a.test:443"},
+			{":method", "POST /x", ":scheme", "http", ":authority", "a.test", ":path", "/a"},
+		}
+		id := uint32(1)
+		for i := range 44 {
+			h.headers(t, id, false, malformed[i%len(malformed)]...)
+			for range 3 {
+				if err := h.fr.WriteData(id, false, chunk); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st, _ := h.read(t, id); st != "400" && st != "405" {
+				t.Fatalf("request %d: %s, want 400 or 405", i, st)
+			}
+			id += 2
+		}
+		h.headers(t, id, false, h2Post("content-length", "49152")...)
+		for j := range 3 {
+			if err := h.fr.WriteData(id, j == 2, chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st, _ := h.read(t, id); st != "200" {
+			t.Fatalf("the request after them: %s, want 200", st)
+		}
 	})
 }
