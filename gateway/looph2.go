@@ -37,6 +37,7 @@ type loopH2 struct {
 	feeding  bool                 // in core.Feed: answers are flushed at its end
 	queued   bool                 // in its loop's h2Out
 	ended    bool                 // the connection closed: bridged streams' tasks do nothing
+	slot     *connSlot            // the connection's place under server.max_connections, freed when it closes
 	remote   string               // the client's address for bridged streams; "" until one
 	tls      *tls.ConnectionState // the bridged streams' r.TLS; nil on h2c
 	outWait  []*h2Bridge          // bridged streams waiting for the client to read (see h2Bridge.credit)
@@ -119,6 +120,7 @@ func (cc *clientConn) serveH2() gnet.Action {
 	cc.wake.Stop()
 	delete(cc.l.conns, cc)
 	cc.l.h2[h] = struct{}{}
+	h.slot, cc.slot = cc.slot, nil
 	cc.c.SetContext(h)
 	h.lastActive = time.Now()
 	h.wakeAt = h.lastActive.Add(srv.IdleTimeout.D())
@@ -282,6 +284,7 @@ func (h *loopH2) closed() {
 	h.core.Close()
 	h.l.e.conns.Add(-1)
 	delete(h.l.h2, h)
+	h.slot.release()
 }
 
 // Serve takes a request that arrived whole through its route's lifecycle,
