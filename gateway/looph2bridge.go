@@ -221,11 +221,13 @@ func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http
 	}
 	r = r.WithContext(b.ctx)
 	switch {
-	case whole && len(s.Body) == 0 && s.Trailer == nil:
-		r.ContentLength, r.Body = 0, http.NoBody
-	case whole && s.ContentLength > int64(len(s.Body)):
+	case whole && s.ContentLength > int64(len(s.Body)) && (s.Body != nil || s.Trailer != nil):
+		// A body came (DATA, even empty, or trailers), short: net/http's
+		// server gives a request that ended with its HEADERS no body.
 		b.inErr = fmt.Errorf("gateway: request declared a Content-Length of %d but only wrote %d bytes", s.ContentLength, len(s.Body))
 		r.Body = &bridgeBody{b: b, r: r}
+	case whole && len(s.Body) == 0 && s.Trailer == nil:
+		r.ContentLength, r.Body = 0, http.NoBody
 	case whole:
 		r.ContentLength = int64(len(s.Body))
 		r.Body = &bridgeBody{b: b, r: r} // r's Trailer takes the trailers

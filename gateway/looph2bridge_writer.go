@@ -17,7 +17,7 @@ import (
 // HTTP/2 server's: the header is sent with the first flush (the status
 // 200 unless WriteHeader said otherwise; Content-Type sniffed from the
 // body when unset; Date when unset; Content-Length when the handler ends
-// before a flush), the body in DATA of at most 16 KiB as written past
+// before a flush, a HEAD's from what the handler wrote), the body in DATA of at most 16 KiB as written past
 // that much or flushed, and the trailers (declared in Trailer before
 // WriteHeader, or named with http.TrailerPrefix) at the end. A write
 // waits while the stream's answer bytes not yet sent reach bridgeAhead,
@@ -32,6 +32,7 @@ type bridgeWriter struct {
 	status   int  // 0 until WriteHeader
 	sent     bool // the HEADERS were handed over
 	buf      []byte
+	headLen  int      // the bytes written to a HEAD's answer: not sent, its Content-Length
 	declared []string // the trailers declared before WriteHeader
 	err      error    // the first failed write's
 }
@@ -64,8 +65,12 @@ func (w *bridgeWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if !w.bodyAllowed() {
+	if w.status == http.StatusNoContent || w.status == http.StatusNotModified {
 		return 0, http.ErrBodyNotAllowed
+	}
+	if w.method == http.MethodHead {
+		w.headLen += len(p) // as net/http's server counts it
+		return len(p), nil
 	}
 	w.buf = append(w.buf, p...)
 	if len(w.buf) >= bridgeChunk {
@@ -171,8 +176,13 @@ func (w *bridgeWriter) fields(last bool) []hpack.HeaderField {
 	if _, ok := h["Date"]; !ok {
 		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	}
-	if _, ok := h["Content-Length"]; !ok && last && w.bodyAllowed() {
-		h.Set("Content-Length", strconv.Itoa(len(w.buf)))
+	if _, ok := h["Content-Length"]; !ok && last {
+		switch {
+		case w.bodyAllowed():
+			h.Set("Content-Length", strconv.Itoa(len(w.buf)))
+		case w.headLen > 0 && w.status != http.StatusNoContent && w.status != http.StatusNotModified:
+			h.Set("Content-Length", strconv.Itoa(w.headLen)) // what a GET's would be
+		}
 	}
 	fs := make([]hpack.HeaderField, 0, len(h))
 	for k, vs := range h {

@@ -225,6 +225,7 @@ func TestMalformed(t *testing.T) {
 		"no path":               {":method", "GET", ":scheme", "http"},
 		"empty path":            {":method", "GET", ":scheme", "http", ":path", ""},
 		"no scheme":             {":method", "GET", ":path", "/"},
+		"scheme ftp":            {":method", "GET", ":scheme", "ftp", ":path", "/"},
 		"CONNECT with a path":   {":method", "CONNECT", ":authority", "example.test:443", ":path", "/"},
 		"CONNECT with scheme":   {":method", "CONNECT", ":authority", "example.test:443", ":scheme", "http"},
 		"CONNECT, no authority": {":method", "CONNECT"},
@@ -257,9 +258,9 @@ func TestMalformed(t *testing.T) {
 // TestMalformedAnswered hands the malformed requests that net/http's
 // HTTP/2 server (or the gateway behind it) answers rather than resets to
 // the handler, Malformed, as they came: at their HEADERS to Open when a
-// body is to come, else to Serve; content-length fields that are no
-// length reset a stream whose body is to come (net/http's server reads a
-// length of 0, which the body then exceeds).
+// body is to come, else to Serve; a first content-length field that is
+// no length resets a stream whose body is to come (net/http's server reads
+// a length of 0, which the body then exceeds).
 func TestMalformedAnswered(t *testing.T) {
 	for name, fields := range map[string][]string{
 		"connection":          {":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"},
@@ -268,9 +269,13 @@ func TestMalformedAnswered(t *testing.T) {
 		"upgrade":             {":method", "GET", ":scheme", "http", ":path", "/", "upgrade", "h2c"},
 		"transfer-encoding":   {":method", "GET", ":scheme", "http", ":path", "/", "transfer-encoding", "chunked"},
 		"te gzip":             {":method", "GET", ":scheme", "http", ":path", "/", "te", "gzip"},
+		"te twice":            {":method", "GET", ":scheme", "http", ":path", "/", "te", "trailers", "te", "trailers"},
 		"two lengths":         {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "2"},
 		"signed length":       {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
+		"signed zero length":  {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "-0"},
 		"length not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},
+		"1 and 01":            {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "01"},
+		"second not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "1x"},
 		"method with space":   {":method", "GET /a", ":scheme", "http", ":path", "/"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -28,6 +28,7 @@ type headerBlock struct {
 	malformed bool
 	answered  bool // malformed, but for a server to answer (see Stream.Malformed)
 	regular   bool // a regular field came: no pseudo-header after it
+	te        bool // a te field came: another makes the request malformed
 	connect   bool // :protocol is allowed (Config.ConnectProtocol)
 	fields    []hpack.HeaderField
 }
@@ -140,8 +141,9 @@ func (c *Conn) emit(f hpack.HeaderField) {
 // :authority and :path without control bytes, as net/http's HTTP/2 server
 // takes them: a server answers a space in :path or an :authority that is
 // no host itself); a regular one with a lower-case name and a valid value.
-// A :method that is no token, a connection-specific field or a te other
-// than "trailers" (see connectionSpecific) in a request's header section
+// A :method that is no token, a connection-specific field, a te other
+// than "trailers" (see connectionSpecific) or a second te field (net/http's
+// HTTP/2 server takes one "trailers" only) in a request's header section
 // (section 8.2.2) make it malformed, but net/http's HTTP/2 server (or the
 // gateway behind it) answers it 400: it is kept, the block marked for the
 // handler to answer (see Stream.Malformed). In its trailers such a field
@@ -188,8 +190,11 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if !httpguts.ValidHeaderFieldName(f.Name) || strings.ToLower(f.Name) != f.Name || !httpguts.ValidHeaderFieldValue(f.Value) {
 		return false
 	}
-	if !hb.trailers && connectionSpecific(f) {
+	if !hb.trailers && (connectionSpecific(f) || f.Name == "te" && hb.te) {
 		hb.answered = true
+	}
+	if f.Name == "te" {
+		hb.te = true
 	}
 	return true
 }
@@ -282,12 +287,16 @@ func (c *Conn) endBlock() {
 // a :path or :scheme, or without :authority (section 8.5), a CONNECT with
 // :protocol (not served here) but without :authority (RFC 8441 section 4),
 // :protocol on another method, another pseudo-header field missing or
-// empty, userinfo in an http or https request's :authority (or its first
-// host field without one), or a content-length that is no length while
-// the body is to come (net/http's HTTP/2 server reads it as 0, and resets
-// the stream at its DATA). Content-length fields of different lengths
-// (s.ContentLength the first, as net/http's server takes it), or one that
-// is no length on a request without a body, make it Malformed. A :path of
+// empty, a :scheme other than "http" or "https" (but on an extended
+// CONNECT), userinfo in an http or https request's :authority (or its first
+// host field without one), or a first content-length that is no length
+// while the body is to come (net/http's HTTP/2 server reads it as 0, and
+// resets the stream at its DATA). Content-length fields of different
+// values (another length, or the same one spelled otherwise: 0, 00, as
+// the gateway behind net/http's server refuses them) or a later one that
+// is no length (s.ContentLength the first, as
+// net/http's server takes it), or one that is no length on a request
+// without a body, make it Malformed. A :path of
 // another form than an absolute path (a relative one, "*", an absolute
 // URI, as net/http's HTTP/2 server takes them) is the server's to judge.
 func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bool {
@@ -317,10 +326,12 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 		}
 	case s.Method == "" || s.Scheme == "" || s.Path == "" || (s.Method == "CONNECT") != (s.Protocol != ""):
 		return false
+	case s.Protocol == "" && s.Scheme != "http" && s.Scheme != "https":
+		return false
 	case s.Protocol != "" && s.Authority == "":
 		return false
 	}
-	authority, named, lengths := s.Authority, s.Authority != "", false
+	authority, named, lengths, length := s.Authority, s.Authority != "", false, ""
 	for _, f := range regular {
 		switch f.Name {
 		case "host":
@@ -330,14 +341,14 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bo
 		case "content-length":
 			n, err := strconv.ParseInt(f.Value, 10, 64)
 			switch {
-			case err != nil || n < 0 || f.Value[0] == '+':
-				if !endStream {
+			case err != nil || strings.TrimLeft(f.Value, "0123456789") != "": // digits only (RFC 9110 section 8.6): no sign
+				if !endStream && !lengths {
 					return false
 				}
 				s.Malformed = true
 			case !lengths:
-				s.ContentLength = n
-			case n != s.ContentLength:
+				s.ContentLength, length = n, f.Value
+			case f.Value != length: // another length, or the same spelled otherwise
 				s.Malformed = true
 			}
 			lengths = true

@@ -33,7 +33,9 @@ type Stream struct {
 	// Trailer holds the fields of the request's trailers; nil without.
 	Trailer []hpack.HeaderField
 	// Body is the request's body; nil on a stream taken before it (see
-	// StreamHandler.Open).
+	// StreamHandler.Open), and on a request that ended with its HEADERS.
+	// Its first DATA frame, even empty, makes it not nil when the request
+	// has a content-length above 0.
 	Body []byte
 	// ContentLength is the request's content-length; -1 without one.
 	ContentLength int64
@@ -42,16 +44,18 @@ type Stream struct {
 	// Config.HeldBodies): not taken, the stream is refused.
 	Crowded bool
 	// Malformed is set on a request that RFC 9113 makes malformed but
-	// that net/http's HTTP/2 server, or the gateway behind it, answers (400)
-	// rather than resets (section 8.1.1 lets a server answer before it
-	// resets): a :method that is no token, a connection-specific field or
-	// a te other than "trailers" (section 8.2.2), content-length fields of different lengths
-	// (ContentLength is the first), one that is no length on a request
-	// without a body, or a body held whole that ended shorter than its
-	// content-length. Only a connection with a StreamHandler serves such
-	// a stream (offered to Open at its HEADERS unless it has no body, else
-	// to Serve when it ends); without one it is reset (PROTOCOL_ERROR).
-	// Its handler answers it and never forwards it.
+	// that net/http's HTTP/2 server, or the gateway behind it, answers
+	// (400) rather than resets (section 8.1.1 lets a server answer before
+	// it resets): a :method that is no token, a connection-specific field,
+	// a te other than "trailers" or more than one te (section 8.2.2),
+	// content-length fields of different values (0, 00 too) or a later one
+	// that is no length (ContentLength is the first), one that is no
+	// length on a request without a body, or a body held whole that ended
+	// shorter than its content-length. Only a connection with a
+	// StreamHandler serves such a stream (offered to Open at its HEADERS
+	// unless it has no body, else to Serve when it ends); without one it
+	// is reset (PROTOCOL_ERROR). Its handler answers it and never forwards
+	// it.
 	Malformed bool
 	// Value is the handler's own.
 	Value any
