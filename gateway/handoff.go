@@ -54,7 +54,8 @@ func newHandoffListener(addr net.Addr) *handoffListener {
 }
 
 // deliver queues c for Accept without blocking the caller (a loop); once
-// the listener is closed, c is closed instead.
+// the listener is closed, c is closed instead. A c queued as Close
+// begins is closed too (see closeQueued).
 func (l *handoffListener) deliver(c net.Conn) {
 	select {
 	case <-l.done:
@@ -64,14 +65,36 @@ func (l *handoffListener) deliver(c net.Conn) {
 	}
 	select {
 	case l.ch <- c:
+		l.closeQueued()
 	default:
 		go func() {
 			select {
 			case l.ch <- c:
+				l.closeQueued()
 			case <-l.done:
 				_ = c.Close()
 			}
 		}()
+	}
+}
+
+// closeQueued, once the listener is closed, closes the connections still
+// queued. A delivery calls it after queuing: Close may have emptied the
+// queue before the connection went in (Close closes done first, so a
+// delivery that finds done open is emptied by Close's own loop).
+func (l *handoffListener) closeQueued() {
+	select {
+	case <-l.done:
+	default:
+		return
+	}
+	for {
+		select {
+		case c := <-l.ch:
+			_ = c.Close()
+		default:
+			return
+		}
 	}
 }
 
@@ -88,14 +111,7 @@ func (l *handoffListener) Accept() (net.Conn, error) {
 func (l *handoffListener) Close() error {
 	l.once.Do(func() {
 		close(l.done)
-		for {
-			select {
-			case c := <-l.ch:
-				_ = c.Close()
-			default:
-				return
-			}
-		}
+		l.closeQueued()
 	})
 	return nil
 }

@@ -150,7 +150,7 @@ func (e *loopEngine) serve(ln net.Listener) error {
 		if slot == nil {
 			continue // shutdown began: Accept fails once ln is closed
 		}
-		e.enrollAccepted(nc, &clientConn{slot: slot})
+		e.enrollAccepted(nc, &clientConn{slot: slot, fresh: true})
 	}
 }
 

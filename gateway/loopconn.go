@@ -66,6 +66,10 @@ type clientConn struct {
 	// opened is set when the loop starts serving the connection (see
 	// enrolled).
 	opened atomic.Bool
+	// fresh marks a connection just accepted (over TLS: its handshake
+	// just done), not one back from a goroutine: its first head is due
+	// within server.read_header_timeout of open (see open).
+	fresh bool
 
 	peer     netip.Addr // the client's address
 	peerText []byte     // and as text
@@ -150,10 +154,19 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 	cc.ctx.Init2(connAddrs{c}, fasthttpLogger{e.g.log}, false)
 	e.conns.Add(1)
 	cc.l.conns[cc] = struct{}{}
-	idle := e.g.state.Load().cfg.Server.IdleTimeout.D()
+	srv := &e.g.state.Load().cfg.Server
+	wait := srv.IdleTimeout.D()
 	now := time.Now()
-	cc.deadline, cc.wakeAt = now.Add(idle), now.Add(idle)
-	cc.wake = time.AfterFunc(idle, func() {
+	if cc.fresh {
+		// A new connection's first head is due within
+		// read_header_timeout of its accept, as on the goroutine engine
+		// (fasthttp's ReadTimeout): one that sends nothing holds its
+		// place under server.max_connections no longer.
+		wait = srv.ReadHeaderTimeout.D()
+		cc.reading, cc.readStart = true, now
+	}
+	cc.deadline, cc.wakeAt = now.Add(wait), now.Add(wait)
+	cc.wake = time.AfterFunc(wait, func() {
 		cc.woken.Store(true)
 		_ = c.Wake(nil)
 	})

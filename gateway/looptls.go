@@ -70,7 +70,7 @@ func (e *loopEngine) serveTLS(sw *sockSwitch, tc *tls.Conn) bool {
 	}
 	sock, slot := unwrapCounted(sw.raw) // the slot goes with the socket
 	sw.raw = nil                        // the loop's from now on
-	cc := &clientConn{slot: slot, tls: &loopTLS{tc: tc, sw: sw, h2: tc.ConnectionState().NegotiatedProtocol == "h2"}}
+	cc := &clientConn{slot: slot, fresh: true, tls: &loopTLS{tc: tc, sw: sw, h2: tc.ConnectionState().NegotiatedProtocol == "h2"}}
 	if _, err := e.cli.EnrollContext(sock, cc); err != nil {
 		sw.raw = sock // closed by EnrollContext
 		slot.release()

@@ -349,7 +349,7 @@ func (cc *clientConn) streamOut() gnet.Action {
 // reading from the upstream. Then both connections go back to the loop
 // when they can serve again: the upstream one to its pool, the client's
 // to wait for its next request (to the goroutine engine instead when it
-// had sent more already).
+// had sent more already; closed when the loops drain).
 func (cc *clientConn) streamResponse(nc net.Conn) {
 	ctx, up := &cc.ctx, cc.stream
 	if dl := cc.streamDeadline; !dl.IsZero() {
@@ -381,9 +381,18 @@ func (cc *clientConn) streamResponse(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	if enroll(el, nc, &clientConn{}) != nil {
-		cc.l.e.handovers.Add(1)
-		cc.l.e.handoff.deliver(nc)
+	e := cc.l.e
+	e.enrolling.RLock() // no loop drains while it takes nc back: closeIdle finds it
+	defer e.enrolling.RUnlock()
+	switch {
+	case e.draining.Load() && !readAhead(nc):
+		// The loops drain: a connection between requests closes, as
+		// closeIdle closes theirs, rather than wait for a request on a
+		// loop whose shutdown waits for it.
+		_ = nc.Close()
+	case enroll(el, nc, &clientConn{}) != nil:
+		e.handovers.Add(1)
+		e.handoff.deliver(nc)
 	}
 }
 

@@ -3,10 +3,12 @@ package gateway_test
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -396,6 +398,51 @@ func TestShutdownWaitsForLingeringClose(t *testing.T) {
 		gw.stop(t)
 		if n := gateway.OpenSlots(gw.Gateway); n != 0 {
 			t.Errorf("%d connections open after Shutdown returned", n)
+		}
+	})
+}
+
+// TestMaxConnectionsSilentConnection: a new connection that sends nothing
+// (over TLS: nothing after its handshake) is closed once
+// server.read_header_timeout has passed since it was accepted, as the
+// goroutine engine closes it, not after server.idle_timeout: it holds its
+// place under max_connections no longer than a head may take to arrive.
+// The loops waited idle_timeout for its first byte.
+func TestMaxConnectionsSilentConnection(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		gw := tlsGateway(t, engine, "max_connections: 1, read_header_timeout: 100ms, idle_timeout: 1h",
+			certList(ca.Server("localhost", "127.0.0.1")), okUpstream(t).URL)
+		addr := serveTLS(t, gw)
+		for _, tc := range []struct {
+			name string
+			addr string
+			ca   *testpki.CA
+		}{{"plain", gw.Addr, nil}, {"tls", addr, ca}} {
+			t.Run(tc.name, func(t *testing.T) {
+				c, err := net.DialTimeout("tcp", tc.addr, waitLimit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(waitLimit))
+				if tc.ca != nil {
+					tlc := tls.Client(c, &tls.Config{RootCAs: tc.ca.Pool, ServerName: "localhost", NextProtos: []string{"http/1.1"}})
+					if err := tlc.Handshake(); err != nil {
+						t.Fatal(err)
+					}
+					c = tlc
+				}
+				// The goroutine engine answers 408 first; the loops close.
+				if got, err := io.ReadAll(c); errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("silent connection: %v after %q; want it closed by the gateway within read_header_timeout", err, got)
+				}
+				awaitOpen(t, gw, 0)
+				h := dialHeld(t, tc.addr, tc.ca) // its place is free
+				h.answered(t)
+				h.Close()
+				awaitOpen(t, gw, 0)
+			})
 		}
 	})
 }
