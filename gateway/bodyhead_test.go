@@ -95,3 +95,44 @@ routes:
 		}
 	})
 }
+
+// TestBodyTooLargeAtHeadOtherExpect: an HTTP/1.1 request whose
+// Content-Length is over server.max_body_bytes and whose Expect is not
+// 100-continue alone ("foo", "100-continue, foo") gets its 413 at its
+// head, without a byte of its body sent and without a 100, and the
+// connection closes; on both engines. (It was not held for expect, so
+// the gateway waited for its body before the 413.)
+func TestBodyTooLargeAtHeadOtherExpect(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", nil)
+		gw := startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024, read_timeout: 1m}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.URL))
+		for _, expect := range []string{"foo", "100-continue, foo", "100-continuex"} {
+			c, br := dialClient(t, gw.Addr)
+			if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: "+expect+"\r\nContent-Length: 1048576\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("Expect %q: no answer before the body: %v", expect, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 413 || !strings.Contains(string(b), "body_too_large") {
+				t.Errorf("Expect %q: answer %d %q, want 413 body_too_large", expect, resp.StatusCode, b)
+			}
+			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+				t.Errorf("Expect %q: after the 413: %v, want the connection closed", expect, err)
+			}
+		}
+		if n := up.calls.Load(); n != 0 {
+			t.Errorf("the upstream saw %d requests", n)
+		}
+	})
+}

@@ -214,10 +214,12 @@ func (g *Gateway) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConf
 		h.SetContentLength(0)
 		return fasthttp.RequestConfig{MaxRequestBodySize: s.MaxBodyBytes}
 	}
-	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && (len(h.Peek("Expect")) == 0 || !h.IsHTTP11()) {
+	if s.MaxBodyBytes > 0 && h.ContentLength() > s.MaxBodyBytes && (!bytes.EqualFold(h.Peek("Expect"), continueExpect) || !h.IsHTTP11()) {
 		// Held as an Expect: 100-continue is (see expect), which fasthttp
 		// reads nothing of before the answer; the client is not asked for
-		// the body, which is refused. An HTTP/1.0 request, whose
+		// the body, which is refused. So is a request whose Expect is
+		// another ("foo", "100-continue, foo"), which fasthttp would
+		// otherwise read the body of. An HTTP/1.0 request, whose
 		// expectations fasthttp ignores (RFC 9110 section 10.1.1), and
 		// which would otherwise wait for its body's first 8 KiB, is held
 		// as HTTP/1.1 to be refused so, its connection closing.
