@@ -27,26 +27,13 @@ routes:
   - {name: all, upstream: up}
 `, engine, up.URL))
 		for _, host := range []string{"Host: x\r\n", "", "Host: x\r\nExpect: 100-continue\r\n", "Host: x\r\nExpect:\r\n"} {
-			c, br := dialClient(t, gw.Addr)
 			proto := "HTTP/1.0"
 			if strings.HasSuffix(host, "Expect:\r\n") {
 				proto = "HTTP/1.1"
 			}
-			if _, err := io.WriteString(c, "POST / "+proto+"\r\n"+host+"Content-Length: 1048576\r\n\r\n"); err != nil {
-				t.Fatal(err)
-			}
-			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatalf("%q: no answer before the body: %v", host, err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 413 || !strings.Contains(string(b), "body_too_large") {
-				t.Errorf("%q: answer %d %q, want 413 body_too_large", host, resp.StatusCode, b)
-			}
-			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
-				t.Errorf("%q: after the 413: %v, want the connection closed", host, err)
+			code, b := answeredAtHead(t, gw.Addr, "POST / "+proto+"\r\n"+host+"Content-Length: 1048576\r\n\r\n")
+			if code != 413 || !strings.Contains(b, "body_too_large") {
+				t.Errorf("%q: answer %d %q, want 413 body_too_large", host, code, b)
 			}
 		}
 	})
@@ -113,26 +100,36 @@ routes:
   - {name: all, upstream: up}
 `, engine, up.URL))
 		for _, expect := range []string{"foo", "100-continue, foo", "100-continuex"} {
-			c, br := dialClient(t, gw.Addr)
-			if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: "+expect+"\r\nContent-Length: 1048576\r\n\r\n"); err != nil {
-				t.Fatal(err)
-			}
-			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatalf("Expect %q: no answer before the body: %v", expect, err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 413 || !strings.Contains(string(b), "body_too_large") {
-				t.Errorf("Expect %q: answer %d %q, want 413 body_too_large", expect, resp.StatusCode, b)
-			}
-			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
-				t.Errorf("Expect %q: after the 413: %v, want the connection closed", expect, err)
+			code, b := answeredAtHead(t, gw.Addr, "POST / HTTP/1.1\r\nHost: x\r\nExpect: "+expect+"\r\nContent-Length: 1048576\r\n\r\n")
+			if code != 413 || !strings.Contains(b, "body_too_large") {
+				t.Errorf("Expect %q: answer %d %q, want 413 body_too_large", expect, code, b)
 			}
 		}
 		if n := up.calls.Load(); n != 0 {
 			t.Errorf("the upstream saw %d requests", n)
 		}
 	})
+}
+
+// answeredAtHead sends head, a request's head without its body, to the
+// gateway at addr and returns the answer's status and body, which must
+// come before the body (within waitLimit), the connection closing after
+// it.
+func answeredAtHead(t *testing.T, addr, head string) (int, string) {
+	t.Helper()
+	c, br := dialClient(t, addr)
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("%q: no answer before the body: %v", head, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("%q: after the answer: %v, want the connection closed", head, err)
+	}
+	return resp.StatusCode, string(b)
 }
