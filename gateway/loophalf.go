@@ -55,6 +55,18 @@ func (cc *clientConn) halfClose() bool {
 	return true
 }
 
+// stranded frees what its request holds (clientConn.stranded) when up,
+// whose connect the loops never heard of as they stopped, is still that
+// request's: not when the request left it (it ended, or went on over
+// another connection, whose own connect frees it), so that one goroutine
+// at most frees a client connection's request. It runs once the loops
+// have exited: what they wrote of up and its request is read safely.
+func (up *upConn) stranded() {
+	if cc := up.cc; cc != nil && cc.up == up {
+		cc.stranded()
+	}
+}
+
 // stranded frees what cc's request holds when the loops stopped while it
 // was being sent (again) upstream, so that it never ends (see dial): its
 // timer, its body's charge (see hold) and, when its client had

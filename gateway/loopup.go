@@ -64,7 +64,8 @@ func (l *loop) putIdle(up *upConn) {
 // connect_timeout (a route's timeout, when shorter, ends it sooner); the
 // connection joins the loop, which sends the request when it opens. A
 // connection the loop never took, as they stopped, is closed, and what
-// the request holds is freed (see stranded).
+// the request holds is freed, unless the request left it (see
+// upConn.stranded).
 func dial(cc *clientConn, t *target) {
 	up := &upConn{l: cc.l, t: t, cc: cc}
 	cc.up = up
@@ -79,7 +80,7 @@ func dial(cc *clientConn, t *target) {
 					err = r.Err
 				case <-stopped:
 					_ = nc.Close()
-					cc.stranded()
+					up.stranded()
 					return
 				}
 			}
@@ -90,7 +91,7 @@ func dial(cc *clientConn, t *target) {
 				return nil
 			})) != nil {
 				<-stopped // the loops are stopping: cc's request never hears of the dial
-				cc.stranded()
+				up.stranded()
 			}
 		}
 	}()
