@@ -196,6 +196,24 @@ type Server struct {
 	// holds none.
 	// Default 64 MiB.
 	MaxHeldBodyBytes int `yaml:"max_held_body_bytes"`
+	// MaxConnections bounds the client connections open at once on all
+	// listeners together (plaintext and tls, whichever engine serves
+	// them: event loops, goroutines, HTTP/2, WebSocket tunnels,
+	// connections closing after their last answer), from their accept
+	// until their socket is closed. Past it the gateway accepts nothing
+	// more until one closes: new connections wait in the kernel's listen
+	// queue, as with nginx's worker_connections or HAProxy's maxconn, and
+	// a warning is logged (at most once a minute) and counted
+	// (sluice_connection_waits_total). A reload changes it for the
+	// connections accepted after; none is closed by a lower bound. 0
+	// means no bound. Default 10000: each connection holds a file
+	// descriptor (two while it is handed between engines) and buffers
+	// (a read buffer of max_header_bytes, more for TLS and HTTP/2), so
+	// that 10000 stay well under the file descriptor limit Go raises to
+	// the system's hard limit and within the memory of a small machine,
+	// while leaving room for the upstream connections; raise it with the
+	// limit and the memory.
+	MaxConnections int `yaml:"max_connections"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
 	// flight before closing them. Default 30s. WebSocket connections still
 	// open at its end get a close frame 1001 (going away) and are closed.

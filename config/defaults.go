@@ -18,6 +18,9 @@ const (
 	DefaultSentinelAddr = "127.0.0.1:26379"
 	// DefaultStoreMaxKeys is the default of store.max_keys.
 	DefaultStoreMaxKeys = 1 << 20
+	// DefaultMaxConnections is the default of server.max_connections
+	// (see Server.MaxConnections).
+	DefaultMaxConnections = 10000
 )
 
 // defaults fills in the fields the file does not give. A field is given when
@@ -80,6 +83,7 @@ func (d defaults) config(c *Config) {
 	d.dur("server.write_timeout", &c.Server.WriteTimeout, 60*time.Second)
 	d.int("server.max_header_bytes", &c.Server.MaxHeaderBytes, 32<<10)
 	d.int("server.max_held_body_bytes", &c.Server.MaxHeldBodyBytes, 64<<20)
+	d.int("server.max_connections", &c.Server.MaxConnections, DefaultMaxConnections)
 	d.dur("server.shutdown_timeout", &c.Server.ShutdownTimeout, 30*time.Second)
 	d.dur("server.websocket_idle_timeout", &c.Server.WebSocketIdleTimeout, 5*time.Minute)
 	d.dur("server.grpc_idle_timeout", &c.Server.GRPCIdleTimeout, 5*time.Minute)

@@ -44,6 +44,8 @@ func TestProtocolsRefused(t *testing.T) {
 			`server.http2.max_stream_buffer_bytes: want between 65536 and 4194304 bytes, got 1024`},
 		{"held bodies", base + "server: {max_held_body_bytes: -1}\n", "-1",
 			`server.max_held_body_bytes: cannot be negative`},
+		{"connections", base + "server: {max_connections: -1}\n", "-1",
+			`server.max_connections: cannot be negative`},
 		{"websockets per connection", base + "server: {http2: {max_websockets_per_connection: 0}}\n", "0}",
 			`server.http2.max_websockets_per_connection: want between 1 and 10000, got 0`},
 	}
@@ -88,6 +90,7 @@ routes: [{name: r, upstream: a}]
 		{"stream buffer", c.Server.HTTP2.MaxStreamBufferBytes, 1 << 20},
 		{"websockets per connection", c.Server.HTTP2.MaxWebSocketsPerConnection, 100},
 		{"held bodies", c.Server.MaxHeldBodyBytes, 64 << 20},
+		{"connections", c.Server.MaxConnections, 10000},
 		{"HTTP/2 on the loops", c.Server.HTTP2.Loops, true},
 	}
 	for _, c := range checks {

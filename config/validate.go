@@ -195,6 +195,9 @@ func (v *validator) config(c *Config) {
 	if c.Server.MaxHeldBodyBytes < 0 {
 		v.at("server.max_held_body_bytes", "cannot be negative")
 	}
+	if c.Server.MaxConnections < 0 {
+		v.at("server.max_connections", "cannot be negative")
+	}
 	for name, u := range c.Upstreams {
 		v.upstream("upstreams."+name, u)
 	}

@@ -48,3 +48,17 @@ const LingerTime = lingerTime
 // client's leaving is watched for (and a half-closed client taken to have
 // left).
 const WatchDelay = watchDelay
+
+// OpenSlots returns how many client connections hold a place under
+// server.max_connections now, on all of g's listeners.
+func OpenSlots(g *Gateway) int64 {
+	var n int64
+	for _, k := range g.conns.opened() {
+		n += k
+	}
+	return n
+}
+
+// ConnWaits returns how many connections g's listeners accepted past
+// server.max_connections and served only once another closed.
+func ConnWaits(g *Gateway) uint64 { return g.conns.waits.Load() }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -51,27 +52,35 @@ func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
 // closeLinger makes the next Close of the goroutine engine's connection
 // that holds it (sniffConn, prefixConn, tlsConn) a lingering close: fasthttp
 // closes the connection after its own answers (see fastError), which it
-// writes after any answer of the connection's still buffered. Only the
-// goroutine that serves the connection uses it.
+// writes after any answer of the connection's still buffered. The
+// goroutine that serves the connection asks for it; another may close the
+// connection meanwhile (fasthttp's shutdown closes the connections it
+// finds idle, one whose head has begun included), so what was asked is
+// read and taken at once (atomically).
 type closeLinger struct {
-	l  *lingerings // nil: Close closes
+	at atomic.Pointer[lingerAt] // nil: Close closes
+}
+
+// lingerAt is a lingering close asked of a connection: on l, its last
+// writes bounded by wt (none when zero).
+type lingerAt struct {
+	l  *lingerings
 	wt time.Duration
 }
 
 // lingerAtClose has the connection's Close linger on l, its last writes
 // bounded by wt (none when zero).
 func (cl *closeLinger) lingerAtClose(l *lingerings, wt time.Duration) {
-	cl.l, cl.wt = l, wt
+	cl.at.Store(&lingerAt{l: l, wt: wt})
 }
 
 // closing reports whether c, the connection's own, closes after lingering
 // (on a goroutine of its own), as lingerAtClose asked.
 func (cl *closeLinger) closing(c net.Conn) bool {
-	l := cl.l
-	if l == nil {
+	at := cl.at.Swap(nil)
+	if at == nil {
 		return false
 	}
-	cl.l = nil
-	go l.close(c, nil, cl.wt)
+	at.l.start(c, nil, at.wt)
 	return true
 }

@@ -58,7 +58,7 @@ routes:
 			if got := ctx.Response.StatusCode(); got != tc.code {
 				t.Errorf("answer %d, want %d", got, tc.code)
 			}
-			if lingers := pc.l != nil; lingers != tc.linger {
+			if lingers := pc.at.Load() != nil; lingers != tc.linger {
 				t.Errorf("lingering close %v, want %v", lingers, tc.linger)
 			}
 		})

@@ -122,6 +122,9 @@ type Gateway struct {
 	// lingers are the connections closing after their last answer
 	// (linger.go).
 	lingers lingerings
+	// conns bounds the client connections open at once
+	// (server.max_connections, conncap.go).
+	conns connCap
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
@@ -157,6 +160,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	st.version = 1
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
+	g.conns.clock, g.conns.log = g.clock, g.log
+	g.conns.setMax(cfg.Server.MaxConnections)
 	g.h2 = newH2Engine(g, cfg)
 	g.tls = newTLSMux(g)
 	g.metrics.Configured(g.reload.At)
@@ -262,7 +267,9 @@ func clientExpects(raw []byte) bool {
 }
 
 // Serve accepts plaintext connections on ln until Shutdown: HTTP/1.1, and
-// HTTP/2 by prior knowledge or Upgrade: h2c. It returns nil after a
+// HTTP/2 by prior knowledge or Upgrade: h2c. Past server.max_connections
+// open on all listeners, it serves the connection it accepted only once
+// one closes, and accepts nothing meanwhile. It returns nil after a
 // graceful shutdown.
 func (g *Gateway) Serve(ln net.Listener) error {
 	go g.h2.servePlain()
@@ -308,7 +315,7 @@ func (g *Gateway) serve(ln net.Listener) error {
 		err = loops.serve(ln)
 	} else {
 		g.mu.Unlock()
-		err = g.server.Serve(sniffListener{Listener: ln, h2: g.h2})
+		err = g.server.Serve(sniffListener{Listener: countedListener{Listener: ln, cap: &g.conns}, h2: g.h2})
 	}
 	if g.closing.Load() {
 		return nil
@@ -319,9 +326,13 @@ func (g *Gateway) serve(ln net.Listener) error {
 // Shutdown stops accepting connections and waits for requests in flight
 // and open WebSocket connections to finish, or for ctx to end; then it
 // closes the remaining connections (a WebSocket gets a close frame 1001
-// first) and stops health checks.
+// first) and stops health checks. A connection a listener accepted and
+// holds back past server.max_connections is closed unanswered, and
+// connections closing after their last answer (a lingering close) are
+// closed at once and waited for.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closing.Store(true)
+	g.conns.stop() // no accept waits for a slot any more
 	g.tls.stop()
 	g.mu.Lock()
 	loops, ln := g.loops, g.ln
@@ -351,6 +362,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		_ = ln.Close()
 	}
 	err = errors.Join(err, loopErr, <-h2Done, g.tunnels.shutdown(ctx))
+	g.lingers.wait(ctx) // stopped above: their sockets close at once
 	g.tls.wait()
 	g.state.Load().close(nil)
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -377,6 +389,7 @@ func (g *Gateway) Apply(cfg *config.Config) error {
 	}
 	st.version = old.version + 1
 	g.state.Store(st)
+	g.conns.setMax(cfg.Server.MaxConnections)
 	old.close(st)
 	forgetRemoved(old, st)
 	g.reload = ReloadStatus{At: g.reload.At, OK: true, Version: st.version}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/sluicehq/sluice/internal/http1"
@@ -90,12 +91,15 @@ func (l sniffListener) Accept() (net.Conn, error) {
 // sniffConn looks at the first bytes read from a connection: the HTTP/2
 // preface gives the connection, with those bytes, to the HTTP/2 engine, and
 // its reader sees the end of the connection; anything else is read as it
-// came. Only the goroutine that serves the connection uses it.
+// came. Only the goroutine that serves the connection reads it.
 type sniffConn struct {
 	net.Conn
 	h2      *h2Engine
 	sniffed bool
-	gone    bool // handed over: Close leaves the connection alone
+	// gone is set once the connection is handed over: Close leaves it
+	// alone then. fasthttp's shutdown may close a connection still
+	// waiting for its first byte (closeIdleConns) while its reader sniffs.
+	gone atomic.Bool
 	closeLinger
 }
 
@@ -113,13 +117,13 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 	if n < len(h2cPreface) || !isH2CPreface(p[:n]) {
 		return n, err
 	}
-	c.gone = true
+	c.gone.Store(true)
 	c.h2.deliver(&prefixConn{Conn: c.Conn, prefix: bytes.Clone(p[:n])})
 	return 0, io.EOF
 }
 
 func (c *sniffConn) Close() error {
-	if c.gone || c.closing(c.Conn) {
+	if c.gone.Load() || c.closing(c.Conn) {
 		return nil
 	}
 	return c.Conn.Close()
@@ -129,7 +133,7 @@ func (c *sniffConn) Close() error {
 // engine's (see clientWatch).
 func (c *sniffConn) SyscallConn() (syscall.RawConn, error) {
 	sc, ok := c.Conn.(syscall.Conn)
-	if !ok || c.gone {
+	if !ok || c.gone.Load() {
 		return nil, errors.ErrUnsupported
 	}
 	return sc.SyscallConn()

@@ -103,6 +103,10 @@ func (tg *testGateway) stop(t testing.TB) {
 	defer cancel()
 	if err := tg.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown: %v", err)
+	} else {
+		// Every connection's place under server.max_connections is
+		// freed once its socket is closed, whatever path it took.
+		eventually(t, "every connection's place freed", func() bool { return gateway.OpenSlots(tg.Gateway) == 0 })
 	}
 	select {
 	case err := <-tg.served:

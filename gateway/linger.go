@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"sync"
 	"time"
@@ -75,11 +76,25 @@ type lingerings struct {
 	mu      sync.Mutex // protects conns and stopped
 	conns   map[net.Conn]struct{}
 	stopped bool
+	// running counts the lingering closes under way, from their start
+	// until their socket is closed (see wait).
+	running inFlight
+}
+
+// start runs close on a goroutine of its own, counted by wait from now.
+func (l *lingerings) start(c net.Conn, answer []byte, wt time.Duration) {
+	l.running.add()
+	go func() {
+		defer l.running.done()
+		l.close(c, answer, wt)
+	}()
 }
 
 // close sends answer on c (within wt, when not zero), shuts c's sending
 // side, reads and drops what comes for the lingering time, and closes c.
 func (l *lingerings) close(c net.Conn, answer []byte, wt time.Duration) {
+	l.running.add()
+	defer l.running.done()
 	defer c.Close()
 	if !l.add(c) {
 		return
@@ -147,6 +162,16 @@ func (l *lingerings) stop() {
 	l.stopped = true
 	for c := range l.conns {
 		_ = c.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// wait, after stop, returns once every lingering close started has closed
+// its socket (at once after stop, but for the close of a TLS connection,
+// which sends its close_notify within its own bound), or when ctx ends.
+func (l *lingerings) wait(ctx context.Context) {
+	select {
+	case <-l.running.idle():
+	case <-ctx.Done():
 	}
 }
 

@@ -150,10 +150,27 @@ func (e *loopEngine) serve(ln net.Listener) error {
 			return errors.Join(err, e.stop())
 		}
 		delay = 0
-		if _, err := e.cli.EnrollContext(nc, &clientConn{}); err != nil {
-			_ = nc.Close()
+		slot := e.g.conns.take(nc, listenerPlain)
+		if slot == nil {
+			continue // shutdown began: Accept fails once ln is closed
 		}
+		e.enrollAccepted(nc, &clientConn{slot: slot})
 	}
+}
+
+// enrollAccepted puts nc, a client socket just accepted, on a loop as cc,
+// which holds its connection's slot (see connSlot), or frees that slot
+// when the loop does not take it. gnet closes nc either way (the loop
+// keeps a duplicate). A connection it fails to take (the loops stop, or a
+// duplicate descriptor cannot be had) closes at once, without a lingering
+// close: no answer was sent on it for a reset to destroy.
+func (e *loopEngine) enrollAccepted(nc net.Conn, cc *clientConn) {
+	if _, err := e.cli.EnrollContext(nc, cc); err != nil {
+		_ = nc.Close()
+		cc.slot.release()
+		return
+	}
+	cc.enrolled()
 }
 
 // shutdown waits for the loops' connections to finish their requests and
@@ -368,10 +385,12 @@ func (e *loopEngine) OnClose(c gnet.Conn, err error) gnet.Action {
 // the loop had read and not consumed. The caller returns gnet.Close from
 // c's own event, which closes only the loop's copy of the socket: nothing
 // more is read from it in between. A TLS connection comes out as a
-// tlsConn (see loopTLS.detach).
-func detach(c gnet.Conn) (net.Conn, error) {
+// tlsConn (see loopTLS.detach). A client connection's slot (see
+// connSlot) goes with the socket: the socket under the net.Conn returned
+// holds it (a countedConn), and frees it when it closes.
+func detach(c gnet.Conn, slot *connSlot) (net.Conn, error) {
 	if t, ok := c.(*loopTLS); ok {
-		return t.detach()
+		return t.detach(slot)
 	}
 	buf, _ := c.Next(-1)
 	rest := bytes.Clone(buf)
@@ -379,6 +398,7 @@ func detach(c gnet.Conn) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	nc = counted(nc, slot)
 	if len(rest) == 0 {
 		return nc, nil
 	}

@@ -59,6 +59,13 @@ type clientConn struct {
 	state connState
 	gen   uint64 // counts requests, attempts and the waits between them, so that a late timer finds its own
 	gone  bool   // the client closed while its request was upstream
+	// slot is the connection's place under server.max_connections while
+	// the loop holds its socket: freed when the loop closes it, handed
+	// on with the socket (see leave, halfClose, serveH2).
+	slot *connSlot
+	// opened is set when the loop starts serving the connection (see
+	// enrolled).
+	opened atomic.Bool
 
 	peer     netip.Addr // the client's address
 	peerText []byte     // and as text
@@ -137,6 +144,7 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 		_ = c.Wake(nil)
 	}
 	cc.c = c
+	cc.opened.Store(true)
 	cc.peer = netAddr(c.RemoteAddr())
 	cc.peerText = cc.peer.AppendTo(nil)
 	cc.ctx.Init2(connAddrs{c}, fasthttpLogger{e.g.log}, false)
@@ -157,6 +165,7 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 // still upstream is cancelled (see cancel). A response waiting to stream
 // is dropped with its upstream connection.
 func (cc *clientConn) closed(err error) {
+	defer cc.freeSlot() // unless halfClose took the socket, and the slot with it
 	cc.wake.Stop()
 	cc.l.e.conns.Add(-1)
 	delete(cc.l.conns, cc)
@@ -179,6 +188,32 @@ func (cc *clientConn) closed(err error) {
 		_ = cc.stream.Close()
 		cc.stream = nil
 	}
+}
+
+// enrolled, once gnet's enrollment of the connection returned without
+// error, frees its slot when the loop never opened it (gnet closed the
+// socket when it could not watch it, and reports no error): no event of
+// the connection's will.
+func (cc *clientConn) enrolled() {
+	if !cc.opened.Load() {
+		cc.slot.release()
+	}
+}
+
+// freeSlot frees the connection's slot, if it still holds it.
+func (cc *clientConn) freeSlot() {
+	cc.slot.release()
+	cc.slot = nil
+}
+
+// detach takes the socket out of the loop (see detach) with the
+// connection's slot, which the net.Conn returned holds from then on.
+func (cc *clientConn) detach() (net.Conn, error) {
+	nc, err := detach(cc.c, cc.slot)
+	if err == nil {
+		cc.slot = nil
+	}
+	return nc, err
 }
 
 // cancel ends the request of a client that left while it was upstream:
@@ -423,7 +458,7 @@ func (cc *clientConn) leave() (net.Conn, error) {
 		return nil, nil
 	}
 	cc.state = stateGone
-	return detach(cc.c)
+	return cc.detach()
 }
 
 // handOver gives the connection to the goroutine engine with the bytes of

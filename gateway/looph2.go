@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"crypto/tls"
+	"net/http"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,7 @@ type loopH2 struct {
 	feeding  bool                 // in core.Feed: answers are flushed at its end
 	queued   bool                 // in its loop's h2Out
 	ended    bool                 // the connection closed: bridged streams' tasks do nothing
+	slot     *connSlot            // the connection's place under server.max_connections, freed when it closes
 	remote   string               // the client's address for bridged streams; "" until one
 	tls      *tls.ConnectionState // the bridged streams' r.TLS; nil on h2c
 	outWait  []*h2Bridge          // bridged streams waiting for the client to read (see h2Bridge.credit)
@@ -118,6 +120,7 @@ func (cc *clientConn) serveH2() gnet.Action {
 	cc.wake.Stop()
 	delete(cc.l.conns, cc)
 	cc.l.h2[h] = struct{}{}
+	h.slot, cc.slot = cc.slot, nil
 	cc.c.SetContext(h)
 	h.lastActive = time.Now()
 	h.wakeAt = h.lastActive.Add(srv.IdleTimeout.D())
@@ -281,10 +284,13 @@ func (h *loopH2) closed() {
 	h.core.Close()
 	h.l.e.conns.Add(-1)
 	delete(h.l.h2, h)
+	h.slot.release()
 }
 
 // Serve takes a request that arrived whole through its route's lifecycle,
-// or to a goroutine (bridge) when the loops cannot serve it.
+// or to a goroutine (bridge) when the loops cannot serve it: among those
+// a CONNECT, and a malformed request (s.Malformed), which the goroutine
+// answers as net/http's HTTP/2 server and the gateway behind it do.
 func (h *loopH2) Serve(s *h2loop.Stream) {
 	st := h.stream()
 	st.s, s.Value = s, st
@@ -292,7 +298,7 @@ func (h *loopH2) Serve(s *h2loop.Stream) {
 	g := h.l.e.g
 	state := g.state.Load()
 	srv := &state.cfg.Server
-	if !h2Request(cc, s) {
+	if s.Malformed || s.Method == http.MethodConnect || !h2Request(cc, s) {
 		h.put(st)
 		h.bridge(s, true)
 		return

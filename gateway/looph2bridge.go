@@ -5,6 +5,8 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -54,6 +56,7 @@ type h2Bridge struct {
 	mu         sync.Mutex   // protects what follows
 	in         bytes.Buffer // body bytes fed, not yet read
 	inEnd      bool         // the body ended (trailer holds its trailers)
+	inErr      error        // what the body's end returns instead of io.EOF; nil: io.EOF
 	trailer    []hpack.HeaderField
 	bodyClosed bool      // the handler closed the body: what comes is dropped
 	readDL     time.Time // the body's read deadline; zero: none
@@ -84,10 +87,13 @@ type h2Part struct {
 // would not hold its body whole: gRPC (a call may stream both ways), an
 // extended CONNECT (a WebSocket), a body of unknown length or past
 // 64 KiB, or one its connection has no room to hold whole (s.Crowded: the
-// connection holds h2loop's HeldBodies of them already). Other streams
-// arrive whole (Serve).
+// connection holds h2loop's HeldBodies of them already); and when the
+// loops do not serve it: a CONNECT, or a request found malformed at its
+// HEADERS (s.Malformed), which the goroutine answers at once as net/http's
+// HTTP/2 server does. Other streams arrive whole (Serve).
 func (h *loopH2) Open(s *h2loop.Stream) bool {
-	if !s.Crowded && s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) {
+	if !s.Crowded && s.Protocol == "" && s.ContentLength >= 0 && s.ContentLength <= loopBody && !grpcStream(s) &&
+		!s.Malformed && s.Method != http.MethodConnect {
 		return false
 	}
 	h.bridge(s, false)
@@ -150,8 +156,12 @@ func (h *loopH2) bridge(s *h2loop.Stream, whole bool) {
 		b.inEnd, b.trailer = true, s.Trailer
 	}
 	w := &bridgeWriter{b: b, head: http.Header{}, method: s.Method}
+	serve := h.l.e.g.h2.ServeHTTP
+	if err := h2RequestHeaders(r.Header); err != nil {
+		serve = func(w http.ResponseWriter, _ *http.Request) { http.Error(w, err.Error(), http.StatusBadRequest) }
+	}
 	h.l.e.bridged.add()
-	go b.serve(w, r) // it ends with its stream, or its connection (see h2Bridge)
+	go b.serve(w, r, serve) // it ends with its stream, or its connection (see h2Bridge)
 }
 
 // newBridge makes s a bridged stream.
@@ -169,9 +179,11 @@ func (h *loopH2) newBridge(s *h2loop.Stream) *h2Bridge {
 // bridgeRequest makes s's request one of net/http's, as its HTTP/2 server
 // makes it: Host from :authority (or the host field, which stays in
 // Header as there, for ServeHTTP's check of a second host), cookie crumbs
-// joined, the URL from :path, :protocol as a header (an extended
-// CONNECT), the declared trailers; its body read from b, its context
-// b's.
+// joined, the URL from :path (from :authority for a CONNECT without
+// :protocol), :protocol as a header (an extended CONNECT), the declared
+// trailers; its body read from b, its context b's. A body that arrived
+// shorter than its content-length ends in an error, as net/http's
+// server's does.
 func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http.Request, bool) {
 	r := &http.Request{
 		Method: s.Method, Proto: "HTTP/2.0", ProtoMajor: 2,
@@ -192,7 +204,9 @@ func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http
 		r.Header.Set(":protocol", s.Protocol)
 	}
 	var err error
-	if r.URL, err = url.ParseRequestURI(s.Path); err != nil {
+	if s.Method == http.MethodConnect && s.Protocol == "" {
+		r.URL, r.RequestURI = &url.URL{Host: s.Authority}, s.Authority
+	} else if r.URL, err = url.ParseRequestURI(s.Path); err != nil {
 		return nil, false
 	}
 	for _, v := range r.Header["Trailer"] {
@@ -209,6 +223,9 @@ func (h *loopH2) bridgeRequest(s *h2loop.Stream, b *h2Bridge, whole bool) (*http
 	switch {
 	case whole && len(s.Body) == 0 && s.Trailer == nil:
 		r.ContentLength, r.Body = 0, http.NoBody
+	case whole && s.ContentLength > int64(len(s.Body)):
+		b.inErr = fmt.Errorf("gateway: request declared a Content-Length of %d but only wrote %d bytes", s.ContentLength, len(s.Body))
+		r.Body = &bridgeBody{b: b, r: r}
 	case whole:
 		r.ContentLength = int64(len(s.Body))
 		r.Body = &bridgeBody{b: b, r: r} // r's Trailer takes the trailers
@@ -226,11 +243,27 @@ func (h *loopH2) remoteAddr() string {
 	return h.remote
 }
 
-// serve runs the handler through w.
-func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request) {
+// serve runs handler through w.
+func (b *h2Bridge) serve(w *bridgeWriter, r *http.Request, handler http.HandlerFunc) {
 	defer b.h.l.e.bridged.done()
 	defer b.cancel()
-	b.answer(w, func() { b.h.l.e.g.h2.ServeHTTP(w, r) })
+	b.answer(w, func() { handler(w, r) })
+}
+
+// h2RequestHeaders returns the error net/http's HTTP/2 server answers
+// (400, its text the body) for a request with a connection-specific field
+// or a te other than "trailers" (RFC 9113 section 8.2.2), in its words,
+// and nil for another request.
+func h2RequestHeaders(h http.Header) error {
+	for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade"} {
+		if _, ok := h[k]; ok {
+			return fmt.Errorf("request header %q is not valid in HTTP/2", k)
+		}
+	}
+	if te := h["Te"]; len(te) > 1 || len(te) == 1 && te[0] != "trailers" && te[0] != "" {
+		return errors.New(`request header "TE" may only be "trailers" in HTTP/2`)
+	}
+	return nil
 }
 
 // answer runs write, which answers through w, then ends the answer; a

@@ -18,7 +18,8 @@ var errStreamEnded = errors.New("gateway: HTTP/2 stream ended")
 // bridgeBody is a bridged stream's request body: what the loop fed, read
 // as it comes, each read given back to the client as window (see
 // h2Bridge). It ends with the stream's body (its trailers then in the
-// request's Trailer), or with an error: the stream ended, or the read
+// request's Trailer), or with an error: the body fell short of its
+// content-length (h2Bridge.inErr), the stream ended, or the read
 // deadline passed (server.read_timeout after the stream began, unless the
 // handler moved it: http.ResponseController.SetReadDeadline).
 type bridgeBody struct {
@@ -51,6 +52,9 @@ func (rb *bridgeBody) Read(p []byte) (int, error) {
 				}
 				k := http.CanonicalHeaderKey(f.Name)
 				rb.r.Trailer[k] = append(rb.r.Trailer[k], f.Value)
+			}
+			if b.inErr != nil {
+				return 0, b.inErr
 			}
 			return 0, io.EOF
 		}

@@ -29,7 +29,7 @@ func (cc *clientConn) halfClose() bool {
 		cc.state == stateIdle && (cc.closeNext || c.InboundBuffered() == 0):
 		return false
 	}
-	nc, err := detach(c)
+	nc, err := cc.detach()
 	if err != nil {
 		return false
 	}

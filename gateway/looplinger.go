@@ -27,7 +27,7 @@ func (cc *clientConn) lingerClose() gnet.Action {
 		return gnet.Close
 	}
 	g := cc.l.e.g
-	go g.lingers.close(nc, nil, g.state.Load().cfg.Server.WriteTimeout.D())
+	g.lingers.start(nc, nil, g.state.Load().cfg.Server.WriteTimeout.D())
 	return gnet.Close
 }
 

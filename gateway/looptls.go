@@ -60,8 +60,7 @@ var _ gnet.Conn = (*loopTLS)(nil)
 // reports false, and leaves tc alone, when the loops are shutting down or
 // the socket is not a TCP one.
 func (e *loopEngine) serveTLS(sw *sockSwitch, tc *tls.Conn) bool {
-	raw, ok := sw.raw.(*net.TCPConn)
-	if !ok {
+	if _, ok := socketOf(sw.raw).(*net.TCPConn); !ok {
 		return false
 	}
 	e.enrolling.RLock()
@@ -69,13 +68,16 @@ func (e *loopEngine) serveTLS(sw *sockSwitch, tc *tls.Conn) bool {
 	if e.draining.Load() {
 		return false
 	}
-	sw.raw = nil // the loop's from now on
-	cc := &clientConn{tls: &loopTLS{tc: tc, sw: sw, h2: tc.ConnectionState().NegotiatedProtocol == "h2"}}
-	if _, err := e.cli.EnrollContext(raw, cc); err != nil {
-		sw.raw = raw // closed by EnrollContext
+	sock, slot := unwrapCounted(sw.raw) // the slot goes with the socket
+	sw.raw = nil                        // the loop's from now on
+	cc := &clientConn{slot: slot, tls: &loopTLS{tc: tc, sw: sw, h2: tc.ConnectionState().NegotiatedProtocol == "h2"}}
+	if _, err := e.cli.EnrollContext(sock, cc); err != nil {
+		sw.raw = sock // closed by EnrollContext
+		slot.release()
 		e.g.log.Warn("serving a TLS connection on a loop", "error", err)
 		return true
 	}
+	cc.enrolled()
 	e.tlsConns.Add(1)
 	return true
 }
@@ -211,7 +213,7 @@ func (t *loopTLS) flush() error {
 // records the loop had and not decrypted before the socket, and its
 // reader the plaintext the loop had decrypted and not consumed (a
 // tlsConn's ahead) before that.
-func (t *loopTLS) detach() (net.Conn, error) {
+func (t *loopTLS) detach(slot *connSlot) (net.Conn, error) {
 	buf, _ := t.Conn.Next(-1) // none: feed takes all; but never drop a byte
 	sw := t.sw
 	sw.own = append(append(sw.own[:0], sw.in...), buf...)
@@ -221,7 +223,7 @@ func (t *loopTLS) detach() (net.Conn, error) {
 		return nil, err
 	}
 	t.done = true
-	sw.raw = nc
+	sw.raw = counted(nc, slot)
 	ahead := bytes.Clone(t.plain[t.off:])
 	t.plain, t.off = nil, 0
 	return &tlsConn{Conn: t.tc, ahead: ahead}, nil

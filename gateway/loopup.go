@@ -297,7 +297,7 @@ func (up *upConn) stream(hlen, cl int) gnet.Action {
 	cc := up.cc
 	keep := !cc.ctx.Response.ConnectionClose()
 	_, _ = up.c.Discard(hlen)
-	nc, err := detach(up.c)
+	nc, err := detach(up.c, nil)
 	up.cc, up.gone = nil, true
 	cc.up = nil
 	if err != nil {
@@ -396,9 +396,25 @@ func enroll(el gnet.EventLoop, nc net.Conn, v any) error {
 		}
 		nc = pc.Conn
 	}
-	res, err := el.Enroll(gnet.NewContext(context.Background(), v), nc)
+	// A client connection's slot goes with its socket (see connSlot).
+	sock, slot := unwrapCounted(nc)
+	cc, _ := v.(*clientConn)
+	if cc != nil {
+		cc.slot = slot
+	}
+	res, err := el.Enroll(gnet.NewContext(context.Background(), v), sock)
+	if err == nil {
+		err = (<-res).Err
+	}
 	if err != nil {
+		restoreCounted(nc, slot) // the loop never opened it
+		if cc != nil {
+			cc.slot = nil
+		}
 		return err
 	}
-	return (<-res).Err
+	if cc != nil {
+		cc.enrolled()
+	}
+	return nil
 }

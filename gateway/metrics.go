@@ -13,7 +13,11 @@ import (
 func (g *Gateway) live() telemetry.Live {
 	st := g.state.Load()
 	l := telemetry.Live{Routes: make([]telemetry.RouteState, 0, len(st.routes)),
-		HeldBodyBytes: g.held.bytes.Load(), HeldBodyOverflows: g.held.overflows.Load()}
+		HeldBodyBytes: g.held.bytes.Load(), HeldBodyOverflows: g.held.overflows.Load(),
+		ConnectionWaits: g.conns.waits.Load()}
+	for kind, n := range g.conns.opened() {
+		l.Listeners = append(l.Listeners, telemetry.ListenerState{Name: listenerNames[kind], Open: n})
+	}
 	for _, r := range st.routes {
 		rs := telemetry.RouteState{Name: r.name, InFlight: r.inflight.Load()}
 		p := r.policies

@@ -27,7 +27,10 @@ import (
 // listener accepts nothing until one ends, and new connections wait in
 // the kernel's listen queue (as nginx's worker_connections bounds them), so
 // that a flood of connections that start handshakes cannot hold more than
-// that many goroutines and signatures at a time.
+// that many goroutines and signatures at a time. Past
+// server.max_connections open connections, on every listener together,
+// a listener likewise serves the connection it accepted only once one
+// closes (see connCap).
 type tlsMux struct {
 	g   *Gateway
 	cfg *tls.Config      // asks the gateway's state at each handshake
@@ -122,6 +125,12 @@ func (m *tlsMux) serve(ln net.Listener) error {
 			continue
 		}
 		pause = 0
+		slot := m.g.conns.take(c, listenerTLS) // server.max_connections
+		if slot == nil {                       // shutdown; c is closed
+			<-m.slots
+			return nil
+		}
+		c = counted(c, slot)
 		m.mu.Lock()
 		if m.closed { // wait may have begun: no handshake starts now
 			m.mu.Unlock()

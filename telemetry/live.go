@@ -20,6 +20,19 @@ type Live struct {
 	// holding it would have passed the gateway's bound.
 	HeldBodyBytes     int64
 	HeldBodyOverflows uint64
+	// Listeners are the client connections open now on each kind of
+	// listener; ConnectionWaits counts the connections a listener
+	// accepted past the gateway's bound on open connections, and served
+	// only once another closed.
+	Listeners       []ListenerState
+	ConnectionWaits uint64
+}
+
+// ListenerState is the client connections open now on one kind of
+// listener ("plain", "tls").
+type ListenerState struct {
+	Name string
+	Open int64
 }
 
 // RouteState is the current state of one route and of its policies.
@@ -103,6 +116,7 @@ type liveCollector struct {
 	retries, budgetRefused                             *prometheus.Desc
 	targetHealthy, targetBreaker, targetInFlight       *prometheus.Desc
 	heldBytes, heldOverflows                           *prometheus.Desc
+	connsOpen, connWaits                               *prometheus.Desc
 	flow                                               flowDescs
 }
 
@@ -131,6 +145,10 @@ func newLiveCollector() *liveCollector {
 			"Bytes of request bodies held now so that a retry may send them again.", nil, nil),
 		heldOverflows: prometheus.NewDesc("sluice_held_body_overflows_total",
 			"Requests whose body streamed, losing its retries, because holding it would have passed server.max_held_body_bytes.", nil, nil),
+		connsOpen: prometheus.NewDesc("sluice_connections_open",
+			"Client connections open now, from their accept until their socket is closed, by listener (plain, tls).", []string{"listener"}, nil),
+		connWaits: prometheus.NewDesc("sluice_connection_waits_total",
+			"Client connections a listener accepted while server.max_connections were open, and served only once one closed.", nil, nil),
 		flow: newFlowDescs(),
 	}
 }
@@ -138,7 +156,7 @@ func newLiveCollector() *liveCollector {
 // Describe implements prometheus.Collector.
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.routeInFlight, c.breakerState, c.concLimit, c.concQueued,
-		c.retries, c.budgetRefused, c.targetHealthy, c.targetBreaker, c.targetInFlight, c.heldBytes, c.heldOverflows} {
+		c.retries, c.budgetRefused, c.targetHealthy, c.targetBreaker, c.targetInFlight, c.heldBytes, c.heldOverflows, c.connsOpen, c.connWaits} {
 		ch <- d
 	}
 	for _, d := range c.flow.all() {
@@ -186,6 +204,10 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.heldBytes, float64(l.HeldBodyBytes))
 	counter(c.heldOverflows, l.HeldBodyOverflows)
+	for _, ls := range l.Listeners {
+		gauge(c.connsOpen, float64(ls.Open), ls.Name)
+	}
+	counter(c.connWaits, l.ConnectionWaits)
 }
 
 // stateSet sends one series per breaker state of d, the labels followed by

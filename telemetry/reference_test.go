@@ -26,7 +26,8 @@ var everyState = telemetry.Live{
 		LastGood:    &telemetry.LastGoodState{Entries: 3, Bytes: 2048, Evictions: 7},
 		Classes:     []telemetry.ClassState{{Name: "critical", InFlight: 2, Rejected: 0}, {Name: "best_effort", InFlight: 0, Rejected: 9}},
 		Coalesce:    &telemetry.CoalesceState{Leaders: 10, Followers: 30}}},
-	Targets: []telemetry.TargetState{{Upstream: "models", URL: "http://127.0.0.1:8080", Healthy: true, Breaker: breaker.Open, InFlight: 1}},
+	Targets:   []telemetry.TargetState{{Upstream: "models", URL: "http://127.0.0.1:8080", Healthy: true, Breaker: breaker.Open, InFlight: 1}},
+	Listeners: []telemetry.ListenerState{{Name: "plain", Open: 12}, {Name: "tls", Open: 3}},
 }
 
 // documented is one row of the table in docs/metrics.md.

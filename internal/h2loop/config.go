@@ -59,7 +59,11 @@ type Config struct {
 	// ConnectProtocol offers extended CONNECT (RFC 8441,
 	// SETTINGS_ENABLE_CONNECT_PROTOCOL): a CONNECT request with a
 	// :protocol pseudo-header field, which only a StreamHandler serves.
-	// Default false: a CONNECT request is malformed.
+	// Default false: such a request is malformed. A CONNECT without
+	// :protocol (RFC 9113 section 8.5: :authority, no :scheme or :path)
+	// goes to a StreamHandler as any request, for it to answer (as
+	// net/http's HTTP/2 server hands it to its handler); without one it is
+	// reset.
 	ConnectProtocol bool
 	// MaxEmptyData is how many DATA frames without data or END_STREAM the
 	// client may send between two requests. Default 100.

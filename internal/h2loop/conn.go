@@ -584,12 +584,20 @@ func (c *Conn) Consumed(s *Stream, n int) {
 	}
 }
 
-// arrived marks s's request whole: its body matches its content-length,
-// or the stream is malformed (RFC 9113 section 8.1.1).
+// arrived marks s's request whole. A body shorter than its content-length
+// makes it malformed (RFC 9113 section 8.1.1): Malformed, for a
+// StreamHandler's Serve to answer as net/http's HTTP/2 server and the
+// gateway behind it answer it (400); without one, the stream is reset.
+// (DATA past the length reset the stream as they come, and so does a
+// taken stream's body that ends short: its handler may have sent the
+// request on.)
 func (c *Conn) arrived(s *Stream) {
 	if s.ContentLength >= 0 && int64(len(s.Body)) != s.ContentLength {
-		c.resetStream(s.ID, http2.ErrCodeProtocol)
-		return
+		if c.sh == nil {
+			c.resetStream(s.ID, http2.ErrCodeProtocol)
+			return
+		}
+		s.Malformed = true
 	}
 	s.state = stateHalfClosed
 	c.control, c.emptyData = 0, 0

@@ -208,33 +208,30 @@ func TestTrailers(t *testing.T) {
 // decoder, whose table the next request's block uses.
 func TestMalformed(t *testing.T) {
 	for name, fields := range map[string][]string{
-		"upper-case name":      {":method", "GET", ":scheme", "http", ":path", "/", "X-Upper", "1"},
-		"connection":           {":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"},
-		"transfer-encoding":    {":method", "GET", ":scheme", "http", ":path", "/", "transfer-encoding", "chunked"},
-		"te gzip":              {":method", "GET", ":scheme", "http", ":path", "/", "te", "gzip"},
-		"pseudo after regular": {":method", "GET", ":scheme", "http", "accept", "x", ":path", "/"},
-		"unknown pseudo":       {":method", "GET", ":scheme", "http", ":path", "/", ":foo", "x"},
-		"duplicate pseudo":     {":method", "GET", ":method", "GET", ":scheme", "http", ":path", "/"},
-		"response pseudo":      {":status", "200", ":method", "GET", ":scheme", "http", ":path", "/"},
-		"no path":              {":method", "GET", ":scheme", "http"},
-		"empty path":           {":method", "GET", ":scheme", "http", ":path", ""},
-		"no scheme":            {":method", "GET", ":path", "/"},
-		"CONNECT":              {":method", "CONNECT", ":authority", "example.test:443"},
-		"extended CONNECT":     {":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":path", "/"},
-		"value with newline":   {":method", "GET", ":scheme", "http", ":path", "/", "x-a", "a\nb"},
-		"bad name":             {":method", "GET", ":scheme", "http", ":path", "/", "x a", "b"},
-		"two lengths":          {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "2"},
-		"signed length":        {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
-		"length not a number":  {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},
-		"path with CRLF":       {":method", "GET", ":scheme", "http", ":path", "/a HTTP/1.1\r\nx-b: 1"},
-		"path with NUL":        {":method", "GET", ":scheme", "http", ":path", "/a\x00"},
-		"path with DEL":        {":method", "GET", ":scheme", "http", ":path", "/a\x7f"},
-		"method with space":    {":method", "GET /a", ":scheme", "http", ":path", "/"},
-		"method with CRLF":     {":method", "GET\r\nx-b: 1", ":scheme", "http", ":path", "/"},
-		"scheme with CRLF":     {":method", "GET", ":scheme", "http\r\nx-b: 1", ":path", "/"},
-		"authority with CRLF":  {":method", "GET", ":scheme", "http", ":authority", "a\r\nx-b: 1", ":path", "/"},
-		"path with tab CR":     {":method", "GET", ":scheme", "http", ":path", "/a\tb\r"},
-		"authority with NUL":   {":method", "GET", ":scheme", "http", ":authority", "a\x00b", ":path", "/"},
+		"upper-case name":       {":method", "GET", ":scheme", "http", ":path", "/", "X-Upper", "1"},
+		"pseudo after regular":  {":method", "GET", ":scheme", "http", "accept", "x", ":path", "/"},
+		"unknown pseudo":        {":method", "GET", ":scheme", "http", ":path", "/", ":foo", "x"},
+		"duplicate pseudo":      {":method", "GET", ":method", "GET", ":scheme", "http", ":path", "/"},
+		"response pseudo":       {":status", "200", ":method", "GET", ":scheme", "http", ":path", "/"},
+		"no path":               {":method", "GET", ":scheme", "http"},
+		"empty path":            {":method", "GET", ":scheme", "http", ":path", ""},
+		"no scheme":             {":method", "GET", ":path", "/"},
+		"CONNECT with a path":   {":method", "CONNECT", ":authority", "example.test:443", ":path", "/"},
+		"CONNECT with scheme":   {":method", "CONNECT", ":authority", "example.test:443", ":scheme", "http"},
+		"CONNECT, no authority": {":method", "CONNECT"},
+		"userinfo":              {":method", "GET", ":scheme", "http", ":authority", "u@a.test", ":path", "/"},
+		"userinfo in host":      {":method", "GET", ":scheme", "https", ":path", "/", "host", "u@a.test"},
+		"extended CONNECT":      {":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":path", "/"},
+		"value with newline":    {":method", "GET", ":scheme", "http", ":path", "/", "x-a", "a\nb"},
+		"bad name":              {":method", "GET", ":scheme", "http", ":path", "/", "x a", "b"},
+		"path with CRLF":        {":method", "GET", ":scheme", "http", ":path", "/a HTTP/1.1\r\nx-b: 1"},
+		"path with NUL":         {":method", "GET", ":scheme", "http", ":path", "/a\x00"},
+		"path with DEL":         {":method", "GET", ":scheme", "http", ":path", "/a\x7f"},
+		"method with CRLF":      {":method", "GET\r\nx-b: 1", ":scheme", "http", ":path", "/"},
+		"scheme with CRLF":      {":method", "GET", ":scheme", "http\r\nx-b: 1", ":path", "/"},
+		"authority with CRLF":   {":method", "GET", ":scheme", "http", ":authority", "a\r\nx-b: 1", ":path", "/"},
+		"path with tab CR":      {":method", "GET", ":scheme", "http", ":path", "/a\tb\r"},
+		"authority with NUL":    {":method", "GET", ":scheme", "http", ":authority", "a\x00b", ":path", "/"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, Config{})
@@ -245,6 +242,58 @@ func TestMalformed(t *testing.T) {
 				t.Fatalf("next request: sent %+v, served %+v", got, h.served)
 			}
 		})
+	}
+}
+
+// TestMalformedAnswered hands the malformed requests that net/http's
+// HTTP/2 server (or the gateway behind it) answers rather than resets to
+// the handler, Malformed, as they came: at their HEADERS to Open when a
+// body is to come, else to Serve; content-length fields that are no
+// length reset a stream whose body is to come (net/http's server reads a
+// length of 0, which the body then exceeds).
+func TestMalformedAnswered(t *testing.T) {
+	for name, fields := range map[string][]string{
+		"connection":          {":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"},
+		"keep-alive":          {":method", "GET", ":scheme", "http", ":path", "/", "keep-alive", "timeout=5"},
+		"proxy-connection":    {":method", "GET", ":scheme", "http", ":path", "/", "proxy-connection", "close"},
+		"upgrade":             {":method", "GET", ":scheme", "http", ":path", "/", "upgrade", "h2c"},
+		"transfer-encoding":   {":method", "GET", ":scheme", "http", ":path", "/", "transfer-encoding", "chunked"},
+		"te gzip":             {":method", "GET", ":scheme", "http", ":path", "/", "te", "gzip"},
+		"two lengths":         {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1", "content-length", "2"},
+		"signed length":       {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "+1"},
+		"length not a number": {":method", "POST", ":scheme", "http", ":path", "/", "content-length", "1x"},
+		"method with space":   {":method", "GET /a", ":scheme", "http", ":path", "/"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			h.headers(1, h.block(fields...), true)
+			if got := h.feed(); len(got) != 0 || len(h.served) != 1 || !h.served[0].Malformed || h.served[0].Method != fields[1] ||
+				len(h.served[0].Header) != (len(fields)-6)/2 {
+				t.Fatalf("sent %+v, served %+v", got, h.served)
+			}
+			h.onOpen = func(*Stream) bool { return true }
+			h.headers(3, h.block(fields...), false)
+			got := h.feed()
+			if strings.Contains(name, "length") && name != "two lengths" {
+				rst(t, got, 3, http2.ErrCodeProtocol)
+				return
+			}
+			if len(got) != 0 || len(h.opened) != 1 || !h.opened[0].Malformed {
+				t.Fatalf("sent %+v, opened %+v", got, h.opened)
+			}
+		})
+	}
+	// The stream's answer is the handler's; without a StreamHandler such
+	// a stream is reset.
+	h := newHarnessOf(t, Config{}, func(h *harness) Handler { return struct{ Handler }{h} })
+	h.headers(1, h.block(":method", "GET", ":scheme", "http", ":path", "/", "connection", "close"), true)
+	rst(t, h.feed(), 1, http2.ErrCodeProtocol)
+	h.headers(3, h.block(":method", "CONNECT", ":authority", "a.test:443"), true)
+	rst(t, h.feed(), 3, http2.ErrCodeProtocol)
+	h.headers(5, h.block(":method", "POST", ":scheme", "http", ":path", "/", "content-length", "5"), true)
+	rst(t, h.feed(), 5, http2.ErrCodeProtocol)
+	if len(h.served) != 0 {
+		t.Fatalf("served %+v", h.served)
 	}
 }
 
@@ -271,16 +320,29 @@ func TestOptionsStar(t *testing.T) {
 	}
 }
 
+// TestContentLengthMismatch: a body held whole that ends short of its
+// content-length, or with none, is handed to Serve Malformed (net/http's
+// HTTP/2 path answers it 400); DATA past the length reset the stream, and
+// so does a taken stream's body that ends short (its handler may have
+// sent the request on).
 func TestContentLengthMismatch(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.headers(1, h.block(":method", "POST", ":scheme", "http", ":path", "/", "content-length", "5"), false)
 	_ = h.fr.WriteData(1, true, []byte("abc"))
-	rst(t, h.feed(), 1, http2.ErrCodeProtocol)
-	h.headers(3, h.block(":method", "POST", ":scheme", "http", ":path", "/", "content-length", "2"), false)
-	_ = h.fr.WriteData(3, false, []byte("abc"))
-	rst(t, h.feed(), 3, http2.ErrCodeProtocol)
-	if len(h.served) != 0 {
-		t.Fatal("a malformed request was served")
+	h.headers(3, h.block(":method", "HEAD", ":scheme", "http", ":path", "/", "content-length", "5"), true)
+	if got := h.feed(); len(got) != 0 || len(h.served) != 2 || !h.served[0].Malformed || string(h.served[0].Body) != "abc" ||
+		h.served[0].ContentLength != 5 || !h.served[1].Malformed {
+		t.Fatalf("sent %+v, served %+v", got, h.served)
+	}
+	h.headers(5, h.block(":method", "POST", ":scheme", "http", ":path", "/", "content-length", "2"), false)
+	_ = h.fr.WriteData(5, false, []byte("abc"))
+	rst(t, h.feed(), 5, http2.ErrCodeProtocol)
+	h.onOpen = func(*Stream) bool { return true }
+	h.headers(7, h.block(":method", "POST", ":scheme", "http", ":path", "/", "content-length", "5"), false)
+	_ = h.fr.WriteData(7, true, []byte("abc"))
+	rst(t, h.feed(), 7, http2.ErrCodeProtocol)
+	if len(h.served) != 2 {
+		t.Fatalf("served %d, want 2", len(h.served))
 	}
 }
 

@@ -16,7 +16,10 @@
 // PING, WINDOW_UPDATE, RST_STREAM, GOAWAY, HEADERS with CONTINUATION
 // (request headers and trailers), DATA with connection and stream flow
 // control both ways, and the stream states and protocol errors of RFC
-// 9113, and extended CONNECT (RFC 8441) when offered. A request it holds
+// 9113, and extended CONNECT (RFC 8441) when offered. A malformed request
+// is reset (PROTOCOL_ERROR), but those that net/http's HTTP/2 server
+// answers rather than resets, which go to a StreamHandler marked
+// (Stream.Malformed) for it to answer alike. A request it holds
 // whole must fit in one stream window (see Config.StreamWindow): a larger
 // body of a stream not taken is refused (REFUSED_STREAM).
 //

@@ -77,8 +77,15 @@ type frame struct {
 // (settings), and reads the server's preface.
 func newHarness(t *testing.T, cfg Config, settings ...http2.Setting) *harness {
 	t.Helper()
+	return newHarnessOf(t, cfg, func(h *harness) Handler { return h }, settings...)
+}
+
+// newHarnessOf starts a connection as newHarness does, its handler
+// handler(h): h, or a part of h's methods.
+func newHarnessOf(t *testing.T, cfg Config, handler func(h *harness) Handler, settings ...http2.Setting) *harness {
+	t.Helper()
 	h := &harness{t: t}
-	c, err := NewConn(cfg, h)
+	c, err := NewConn(cfg, handler(h))
 	if err != nil {
 		t.Fatal(err)
 	}

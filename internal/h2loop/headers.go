@@ -26,6 +26,7 @@ type headerBlock struct {
 	size      int  // the decoded list's size
 	tooBig    bool // past MaxHeaderListSize: answered 431
 	malformed bool
+	answered  bool // malformed, but for a server to answer (see Stream.Malformed)
 	regular   bool // a regular field came: no pseudo-header after it
 	connect   bool // :protocol is allowed (Config.ConnectProtocol)
 	fields    []hpack.HeaderField
@@ -127,18 +128,29 @@ func (c *Conn) emit(f hpack.HeaderField) {
 
 // validField reports whether f may come next in hb (RFC 9113 sections 8.2
 // and 8.3): a request pseudo-header field before the regular ones, once
-// each, none in trailers, with a valid value (:method and :scheme a token,
+// each, none in trailers, with a valid value (:scheme a token, :method,
 // :authority and :path without control bytes, as net/http's HTTP/2 server
 // takes them: a server answers a space in :path or an :authority that is
-// no host itself); a regular one with a lower-case name and a valid value,
-// and no connection-specific field.
+// no host itself); a regular one with a lower-case name and a valid value.
+// A :method that is no token, a connection-specific field or a te other
+// than "trailers" in a request's header section (section 8.2.2) make it
+// malformed, but net/http's HTTP/2 server (or the gateway behind it)
+// answers it 400: it is kept, the block marked for the handler to answer
+// (see Stream.Malformed).
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
 		if hb.regular || hb.trailers {
 			return false
 		}
 		switch f.Name {
-		case ":method", ":scheme":
+		case ":method":
+			if !httpguts.ValidHeaderFieldValue(f.Value) {
+				return false
+			}
+			if !httpguts.ValidHeaderFieldName(f.Value) { // a token
+				hb.answered = true
+			}
+		case ":scheme":
 			if !httpguts.ValidHeaderFieldName(f.Value) { // a token
 				return false
 			}
@@ -166,9 +178,17 @@ func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	}
 	switch f.Name {
 	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-		return false
+		if hb.trailers {
+			return false
+		}
+		hb.answered = true
 	case "te":
-		return f.Value == "trailers"
+		if f.Value != "trailers" {
+			if hb.trailers {
+				return false
+			}
+			hb.answered = true
+		}
 	}
 	return true
 }
@@ -212,7 +232,8 @@ func (c *Conn) endBlock() {
 		c.arrived(s)
 		return
 	}
-	if !c.request(s, hb.fields) {
+	s.Malformed = hb.answered
+	if !c.request(s, hb.fields, hb.endStream) || (s.Malformed || s.Path == "") && c.sh == nil {
 		c.resetStream(s.ID, http2.ErrCodeProtocol)
 		return
 	}
@@ -238,14 +259,20 @@ func (c *Conn) endBlock() {
 }
 
 // request sets s's request from fields, and reports false when it is
-// malformed (RFC 9113 section 8.3.1): a CONNECT request without
-// :protocol (not served here) or with it but without :authority (RFC
-// 8441 section 4), :protocol on another method, a pseudo-header field
-// missing or empty, or content-length fields that are not one length. A
-// :path of another form than an absolute path (a relative one, "*", an
-// absolute URI, as net/http's HTTP/2 server takes them) is the server's to
-// judge.
-func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
+// malformed (RFC 9113 section 8.3.1) as net/http's HTTP/2 server finds it,
+// which resets such a stream: a CONNECT request without :protocol but with
+// a :path or :scheme, or without :authority (section 8.5), a CONNECT with
+// :protocol (not served here) but without :authority (RFC 8441 section 4),
+// :protocol on another method, another pseudo-header field missing or
+// empty, userinfo in an http or https request's :authority (or its first
+// host field without one), or a content-length that is no length while
+// the body is to come (net/http's HTTP/2 server reads it as 0, and resets
+// the stream at its DATA). Content-length fields of different lengths
+// (s.ContentLength the first, as net/http's server takes it), or one that
+// is no length on a request without a body, make it Malformed. A :path of
+// another form than an absolute path (a relative one, "*", an absolute
+// URI, as net/http's HTTP/2 server takes them) is the server's to judge.
+func (c *Conn) request(s *Stream, fields []hpack.HeaderField, endStream bool) bool {
 	var regular []hpack.HeaderField
 	for i, f := range fields {
 		if !f.IsPseudo() {
@@ -265,21 +292,41 @@ func (c *Conn) request(s *Stream, fields []hpack.HeaderField) bool {
 			s.Protocol = f.Value
 		}
 	}
-	if s.Method == "" || s.Scheme == "" || s.Path == "" || (s.Method == "CONNECT") != (s.Protocol != "") {
-		return false
-	}
-	if s.Protocol != "" && s.Authority == "" {
-		return false
-	}
-	for _, f := range regular {
-		if f.Name != "content-length" {
-			continue
-		}
-		n, err := strconv.ParseInt(f.Value, 10, 64)
-		if err != nil || n < 0 || f.Value[0] == '+' || (s.ContentLength >= 0 && n != s.ContentLength) {
+	switch {
+	case s.Method == "CONNECT" && s.Protocol == "":
+		if s.Authority == "" || s.Path != "" || s.Scheme != "" {
 			return false
 		}
-		s.ContentLength = n
+	case s.Method == "" || s.Scheme == "" || s.Path == "" || (s.Method == "CONNECT") != (s.Protocol != ""):
+		return false
+	case s.Protocol != "" && s.Authority == "":
+		return false
+	}
+	authority, named, lengths := s.Authority, s.Authority != "", false
+	for _, f := range regular {
+		switch f.Name {
+		case "host":
+			if !named {
+				authority, named = f.Value, true
+			}
+		case "content-length":
+			n, err := strconv.ParseInt(f.Value, 10, 64)
+			switch {
+			case err != nil || n < 0 || f.Value[0] == '+':
+				if !endStream {
+					return false
+				}
+				s.Malformed = true
+			case !lengths:
+				s.ContentLength = n
+			case n != s.ContentLength:
+				s.Malformed = true
+			}
+			lengths = true
+		}
+	}
+	if strings.IndexByte(authority, '@') >= 0 && (s.Scheme == "http" || s.Scheme == "https") {
+		return false
 	}
 	s.Header = append([]hpack.HeaderField(nil), regular...)
 	return true

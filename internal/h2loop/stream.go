@@ -41,6 +41,18 @@ type Stream struct {
 	// its body would pass what its connection may hold whole (see
 	// Config.HeldBodies): not taken, the stream is refused.
 	Crowded bool
+	// Malformed is set on a request that RFC 9113 makes malformed but
+	// that net/http's HTTP/2 server, or the gateway behind it, answers (400)
+	// rather than resets (section 8.1.1 lets a server answer before it
+	// resets): a :method that is no token, a connection-specific field or
+	// a te other than "trailers" (section 8.2.2), content-length fields of different lengths
+	// (ContentLength is the first), one that is no length on a request
+	// without a body, or a body held whole that ended shorter than its
+	// content-length. Only a connection with a StreamHandler serves such
+	// a stream (offered to Open at its HEADERS unless it has no body, else
+	// to Serve when it ends); without one it is reset (PROTOCOL_ERROR).
+	// Its handler answers it and never forwards it.
+	Malformed bool
 	// Value is the handler's own.
 	Value any
 
