@@ -32,3 +32,16 @@ func LoopUnread(g *Gateway) int {
 	}
 	return most
 }
+
+// LoopsServing returns how many of g's loops have served a connection.
+func LoopsServing(g *Gateway) int {
+	g.mu.Lock()
+	e := g.loops
+	g.mu.Unlock()
+	if e == nil {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.loops)
+}

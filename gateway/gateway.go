@@ -77,6 +77,13 @@ type Options struct {
 	// Clock drives health checks and the policies' windows. Nil means
 	// clock.Real.
 	Clock clock.Clock
+	// Loops is how many event loops the loop engine runs (server.engine:
+	// loop), each holding one of the runtime's Ps while it waits for its
+	// sockets. Zero means runtime.GOMAXPROCS(0) when Serve starts. Fewer
+	// loops than Ps leave the others to the rest of the gateway (the
+	// goroutine engine, HTTP/2 bridges, timers, the admin API); see
+	// README, Deploying.
+	Loops int
 }
 
 // Gateway is a running reverse proxy. Its methods are safe for concurrent
@@ -101,6 +108,8 @@ type Gateway struct {
 	log     *slog.Logger
 	metrics *telemetry.Metrics
 	clock   clock.Clock
+	// loopCount is Options.Loops.
+	loopCount int
 	// exchanges holds freed exchanges for reuse, which saves an allocation
 	// and a method value per request.
 	exchanges sync.Pool
@@ -137,7 +146,7 @@ type ReloadStatus struct {
 
 // New builds a gateway for cfg. It does not listen yet: see Serve.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
-	g := &Gateway{log: opts.Logger, metrics: opts.Metrics, clock: clock.Or(opts.Clock)}
+	g := &Gateway{log: opts.Logger, metrics: opts.Metrics, clock: clock.Or(opts.Clock), loopCount: opts.Loops}
 	if g.log == nil {
 		g.log = NewLogger(cfg.Log, nil)
 	}

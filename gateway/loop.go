@@ -100,8 +100,12 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 // newLoopEngine returns an engine whose loops are not started yet.
 func newLoopEngine(g *Gateway, addr net.Addr) (*loopEngine, error) {
 	e := &loopEngine{g: g, loops: map[gnet.EventLoop]*loop{}, handoff: newHandoffListener(addr), stopped: make(chan struct{})}
+	n := g.loopCount
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
 	cli, err := gnet.NewClient(e,
-		gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
+		gnet.WithNumEventLoop(n),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{g.log}))
 	if err != nil {

@@ -79,7 +79,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	go func() {
-		done <- runGateway(ctx, "", cfg, false, log, func(gw, _ net.Addr, g *gateway.Gateway) { ready <- started{gw, g} })
+		done <- runGateway(ctx, "", cfg, false, 0, log, func(gw, _ net.Addr, g *gateway.Gateway) { ready <- started{gw, g} })
 	}()
 	var s started
 	select {

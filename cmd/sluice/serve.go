@@ -77,7 +77,8 @@ func serve(args []string, stderr io.Writer) int {
 			log.Warn("threads not moved to SCHED_BATCH run under the normal scheduling policy", "error", err)
 		}
 	}
-	if err := runGateway(context.Background(), *path, cfg, *watch, log, nil); err != nil {
+	loops := spareP(cfg)
+	if err := runGateway(context.Background(), *path, cfg, *watch, loops, log, nil); err != nil {
 		log.Error("gateway stopped", "error", err)
 		return 1
 	}
@@ -85,16 +86,16 @@ func serve(args []string, stderr io.Writer) int {
 }
 
 // runGateway serves cfg until ctx ends or a termination signal arrives, then
-// shuts down gracefully. ready, if not nil, receives the gateway's and the
-// admin API's addresses once both listen.
-func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool, log *slog.Logger, ready func(gw, admin net.Addr, g *gateway.Gateway)) error {
+// shuts down gracefully; loops is gateway.Options.Loops. ready, if not nil,
+// receives the gateway's and the admin API's addresses once both listen.
+func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool, loops int, log *slog.Logger, ready func(gw, admin net.Addr, g *gateway.Gateway)) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics, err := telemetry.New(reg)
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(cfg, gateway.Options{Logger: log, Metrics: metrics})
+	g, err := gateway.New(cfg, gateway.Options{Logger: log, Metrics: metrics, Loops: loops})
 	if err != nil {
 		return err
 	}

@@ -99,9 +99,8 @@ type Conn struct {
 	control   int // control frames since the last request
 	emptyData int // empty DATA frames since the last request
 
-	goingAway bool   // GOAWAY sent or received: no new stream
-	lastID    uint32 // the last stream id the GOAWAY sent named
-	closed    bool   // a connection error: nothing more is read
+	goingAway bool // GOAWAY sent or received: no new stream
+	closed    bool // a connection error: nothing more is read
 	err       error
 }
 
@@ -213,7 +212,7 @@ func (c *Conn) Shutdown() {
 	if c.goingAway || c.closed {
 		return
 	}
-	c.goingAway, c.lastID = true, c.maxID
+	c.goingAway = true
 	_ = c.fr.WriteGoAway(c.maxID, http2.ErrCodeNo, nil)
 }
 
@@ -475,7 +474,7 @@ func (c *Conn) data(f *http2.DataFrame) {
 			c.fail(http2.ErrCodeProtocol, "DATA on an idle stream")
 			return
 		}
-		if s == nil && (c.dropped(f.StreamID) || c.gone.data(f.StreamID, length, f.StreamEnded())) {
+		if s == nil && c.gone.data(f.StreamID, length, f.StreamEnded()) {
 			return // sent before the client learnt that the stream ended
 		}
 		if c.controlled() {
@@ -633,10 +632,6 @@ func (c *Conn) resetStream(id uint32, code http2.ErrCode) {
 		}
 	}
 }
-
-// dropped reports whether stream id came after the server's GOAWAY: its
-// frames are ignored (RFC 9113 section 6.8).
-func (c *Conn) dropped(id uint32) bool { return c.goingAway && id > c.lastID }
 
 // ended notes that the server ends s: while its request is still
 // arriving, the frames the client sent before it learns of the end are

@@ -2,11 +2,12 @@ package h2loop
 
 // gone remembers the streams the server ended while their requests were
 // still arriving (an answer before the body's end, a reset, a stream
-// refused at its HEADERS), with the bytes each stream's window still let
-// the client send: the DATA frames and trailers the client sent before it
-// learnt of the end are ignored within them (RFC 9113 section 5.1), rather
-// than each answered with RST_STREAM and counted as a control frame. It
-// remembers the last MaxConcurrentStreams such streams.
+// refused at its HEADERS, or dropped as it came after GOAWAY), with the
+// bytes each stream's window still let the client send: the DATA frames
+// and trailers the client sent before it learnt of the end are ignored
+// within them (RFC 9113 sections 5.1 and 6.8), rather than each answered
+// with RST_STREAM and counted as a control frame. It remembers the last
+// MaxConcurrentStreams such streams.
 type gone struct {
 	left map[uint32]int64 // stream id → the window's bytes the client may still send
 	ring []uint32         // the ids added, the oldest overwritten first

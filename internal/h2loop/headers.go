@@ -19,6 +19,7 @@ type headerBlock struct {
 	endStream bool
 	trailers  bool
 	refuse    bool      // the stream is refused once the block is read
+	dropped   bool      // the stream came after GOAWAY: not served
 	open      bool      // its last frame has not come
 	began     time.Time // when its HEADERS came
 	frames    int
@@ -52,7 +53,7 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 		s.trailing = true
 		c.hb.s, c.hb.trailers = s, true
 	case id <= c.maxID:
-		if !c.dropped(id) && !c.gone.trailers(id) {
+		if !c.gone.trailers(id) {
 			c.fail(http2.ErrCodeStreamClosed, "HEADERS on a closed stream")
 			return
 		}
@@ -64,7 +65,10 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 		switch {
 		case c.goingAway:
 			// Dropped: not served, and not counted in the GOAWAY's
-			// last stream id, so the client may retry it.
+			// last stream id, so the client may retry it. Its DATA and
+			// trailers are ignored as a stream's the server ended are
+			// (RFC 9113 section 6.8; see gone).
+			c.hb.dropped = true
 		case len(c.streams) >= c.cfg.MaxConcurrentStreams, c.blockedBytes > c.cfg.MaxBlockedBytes:
 			c.hb.refuse = true
 		default:
@@ -225,8 +229,10 @@ func (c *Conn) endBlock() {
 	}
 	s := hb.s
 	switch {
-	case hb.refuse:
-		_ = c.fr.WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
+	case hb.refuse, hb.dropped:
+		if hb.refuse {
+			_ = c.fr.WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
+		}
 		if !hb.endStream {
 			c.gone.add(hb.id, int64(c.cfg.StreamWindow), c.cfg.MaxConcurrentStreams)
 		}

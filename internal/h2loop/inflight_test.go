@@ -104,3 +104,46 @@ func TestFramesAfterGoAway(t *testing.T) {
 		t.Fatal("not closed once the last stream ended")
 	}
 }
+
+// TestFramesAfterGoAwayBounded: the frames of a stream dropped after the
+// server's GOAWAY are ignored only as those of a stream the server ended
+// are (see TestFramesInFlightAfterReset): within the stream's window, one
+// trailers block, and no empty DATA frame. They were ignored without any
+// bound, so that a client that sent GOAWAY itself (answered by the
+// server's) and held one stream open could send empty DATA frames (the
+// flood MaxEmptyData bounds), DATA past the stream's window (its
+// connection window given back each time) and header blocks to decode,
+// without end and uncounted.
+func TestFramesAfterGoAwayBounded(t *testing.T) {
+	start := func(t *testing.T, cfg Config) *harness {
+		h := newHarness(t, cfg)
+		h.headers(1, h.post("/"), false) // held open
+		_ = h.fr.WriteGoAway(0, http2.ErrCodeNo, nil)
+		h.headers(3, h.post("/"), false) // dropped
+		one(t, h.feed(), http2.FrameGoAway)
+		return h
+	}
+	t.Run("empty DATA", func(t *testing.T) {
+		h := start(t, Config{MaxControlFrames: 20, MaxEmptyData: 20})
+		for range 50 {
+			_ = h.fr.WriteData(3, false, nil)
+		}
+		goAway(t, h, h.feed(), http2.ErrCodeEnhanceYourCalm)
+	})
+	t.Run("past the window", func(t *testing.T) {
+		h := start(t, Config{MaxControlFrames: 20, StreamWindow: 100})
+		_ = h.fr.WriteData(3, false, make([]byte, 100))
+		if got := h.feed(); len(got) != 0 || h.c.Closed() {
+			t.Fatalf("sent %+v, closed %v", got, h.c.Closed())
+		}
+		_ = h.fr.WriteData(3, false, make([]byte, 1))
+		rst(t, h.feed(), 3, http2.ErrCodeStreamClosed)
+	})
+	t.Run("header blocks", func(t *testing.T) {
+		h := start(t, Config{})
+		for range 2 {
+			_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: h.block("x-t", "1"), EndStream: true, EndHeaders: true})
+		}
+		goAway(t, h, h.feed(), http2.ErrCodeStreamClosed)
+	})
+}
