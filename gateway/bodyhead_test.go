@@ -58,22 +58,9 @@ routes:
 `, engine, up.URL))
 		for _, proto := range []string{"HTTP/2.0", "HTTP/3.0", "HTTP/0.9"} {
 			for _, length := range []string{"1048576", "10"} {
-				c, br := dialClient(t, gw.Addr)
-				if _, err := io.WriteString(c, "POST / "+proto+"\r\nHost: x\r\nContent-Length: "+length+"\r\n\r\n"); err != nil {
-					t.Fatal(err)
-				}
-				_ = c.SetReadDeadline(time.Now().Add(waitLimit))
-				resp, err := http.ReadResponse(br, nil)
-				if err != nil {
-					t.Fatalf("%s, length %s: no answer before the body: %v", proto, length, err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 505 {
-					t.Errorf("%s, length %s: answer %d %q, want 505", proto, length, resp.StatusCode, b)
-				}
-				if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
-					t.Errorf("%s, length %s: after the answer: %v, want the connection closed", proto, length, err)
+				code, b := answeredAtHead(t, gw.Addr, "POST / "+proto+"\r\nHost: x\r\nContent-Length: "+length+"\r\n\r\n")
+				if code != 505 {
+					t.Errorf("%s, length %s: answer %d %q, want 505", proto, length, code, b)
 				}
 			}
 		}
