@@ -18,14 +18,7 @@ import (
 // section 10.1.1).
 func TestBodyTooLargeAtHeadHTTP10(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		up := startUpstream(t, "up", nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 1024, read_timeout: 1m}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		_, gw := bodyLimitGateway(t, engine)
 		for _, host := range []string{"Host: x\r\n", "", "Host: x\r\nExpect: 100-continue\r\n", "Host: x\r\nExpect:\r\n"} {
 			proto := "HTTP/1.0"
 			if strings.HasSuffix(host, "Expect:\r\n") {
@@ -48,14 +41,7 @@ routes:
 // refused 413.)
 func TestOtherVersionRefusedBeforeBody(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		up := startUpstream(t, "up", nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 1024, read_timeout: 1m}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		up, gw := bodyLimitGateway(t, engine)
 		for _, proto := range []string{"HTTP/2.0", "HTTP/3.0", "HTTP/0.9"} {
 			for _, length := range []string{"1048576", "10"} {
 				code, b := answeredAtHead(t, gw.Addr, "POST / "+proto+"\r\nHost: x\r\nContent-Length: "+length+"\r\n\r\n")
@@ -78,14 +64,7 @@ routes:
 // the gateway waited for its body before the 413.)
 func TestBodyTooLargeAtHeadOtherExpect(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		up := startUpstream(t, "up", nil)
-		gw := startGateway(t, parseConfig(t, `
-server: {engine: %s, max_body_bytes: 1024, read_timeout: 1m}
-upstreams:
-  up: {targets: ["%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, up.URL))
+		up, gw := bodyLimitGateway(t, engine)
 		for _, expect := range []string{"foo", "100-continue, foo", "100-continuex"} {
 			code, b := answeredAtHead(t, gw.Addr, "POST / HTTP/1.1\r\nHost: x\r\nExpect: "+expect+"\r\nContent-Length: 1048576\r\n\r\n")
 			if code != 413 || !strings.Contains(b, "body_too_large") {
@@ -119,4 +98,19 @@ func answeredAtHead(t *testing.T, addr, head string) (int, string) {
 		t.Errorf("%q: after the answer: %v, want the connection closed", head, err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// bodyLimitGateway starts an upstream and, before it, a gateway on engine
+// whose max_body_bytes is 1024 and whose read_timeout (1m) outlasts any
+// test: an answer that comes comes at the head.
+func bodyLimitGateway(t *testing.T, engine string) (*upstream, *testGateway) {
+	t.Helper()
+	up := startUpstream(t, "up", nil)
+	return up, startGateway(t, parseConfig(t, `
+server: {engine: %s, max_body_bytes: 1024, read_timeout: 1m}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, engine, up.URL))
 }

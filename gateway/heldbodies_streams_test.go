@@ -212,13 +212,7 @@ func TestHeldBodiesGivenBackAtShutdown(t *testing.T) {
 			if held := heldBytes(t, gw); held != n*heldBody {
 				t.Fatalf("%v bytes held, want %d bodies of %d", held, n, heldBody)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel() // the shutdown waits for nothing: what is open closes
-			gw.stopped.Store(true)
-			_ = gw.Shutdown(ctx)
-			if err := <-gw.served; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
+			shutdownAtOnce(t, gw)
 			eventually(t, "the held bodies given back", func() bool { return heldBytes(t, gw) == 0 })
 		})
 	}
@@ -246,12 +240,20 @@ func TestHalfClosedHeldBodyGivenBackAtShutdown(t *testing.T) {
 	if held := heldBytes(t, gw); held != heldBody {
 		t.Fatalf("%v bytes held, want %d", held, heldBody)
 	}
+	shutdownAtOnce(t, gw)
+	eventually(t, "the held body given back", func() bool { return heldBytes(t, gw) == 0 })
+}
+
+// shutdownAtOnce shuts gw down with a context already ended, so that the
+// shutdown waits for nothing and closes what is open, and checks that
+// Serve returned nil.
+func shutdownAtOnce(t *testing.T, gw *testGateway) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // the shutdown waits for nothing: what is open closes
+	cancel()
 	gw.stopped.Store(true)
 	_ = gw.Shutdown(ctx)
 	if err := <-gw.served; err != nil {
 		t.Errorf("Serve: %v", err)
 	}
-	eventually(t, "the held body given back", func() bool { return heldBytes(t, gw) == 0 })
 }
