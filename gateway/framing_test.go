@@ -31,6 +31,30 @@ func TestUnaskedUpgrade(t *testing.T) {
 	})
 }
 
+// TestBadStatusCode has a target answer with a status code outside 100
+// to 599, which RFC 9110 section 15 makes invalid: the client gets a 502
+// on every engine and protocol, and the next request is served. (A code
+// below 100 went out as it came, which no HTTP/1.1 client reads and which
+// reset an HTTP/2 stream; 600 to 999 went out on HTTP/1.1 and on
+// net/http's HTTP/2, and reset the stream on the loops' HTTP/2.)
+func TestBadStatusCode(t *testing.T) {
+	forEnginesAndProtos(t, func(t *testing.T, engine, proto string) {
+		for _, status := range []string{"099", "99", "600", "999"} {
+			up := sickUpstream(t, func(c net.Conn, r *http.Request) {
+				io.WriteString(c, "HTTP/1.1 "+status+" Odd\r\nContent-Length: 2\r\n\r\nhi")
+			})
+			gw := gatewayTo(t, engine, up.addr)
+			c := protoClient(t, proto, nil, "")
+			if r, err := tryDo(c, "GET", gw.URL+"/odd", nil, nil); err != nil || r.Code != 502 {
+				t.Errorf("status %s: %d %q %v, want 502", status, r.Code, r.Body, err)
+			}
+			if r, err := tryDo(c, "GET", gw.URL+"/ok", nil, nil); err != nil || r.Body != "ok" {
+				t.Errorf("status %s, next request: %d %q %v", status, r.Code, r.Body, err)
+			}
+		}
+	})
+}
+
 // TestCloseDelimitedResponse has targets answer with a body that ends
 // with their connection (HTTP/1.0, or HTTP/1.1 without a length): an
 // HTTP/1.1 client on a kept-alive connection gets it in an HTTP/1.1

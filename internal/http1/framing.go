@@ -50,13 +50,16 @@ func Bodiless(head bool, code int) bool {
 // Interim reports whether a response head with status code, the n-th of
 // its request (from 1), is an interim response to skip. It fails with
 // ErrUnexpected101 for a 101 (only a request to upgrade may be answered so,
-// and the gateway forwards none: Upgrade is hop-by-hop) and with
-// ErrTooManyInterim for more than MaxInterim interim responses.
+// and the gateway forwards none: Upgrade is hop-by-hop), with ErrBadStatus
+// for a code outside 100 to 599, and with ErrTooManyInterim for more than
+// MaxInterim interim responses.
 func Interim(code, n int) (bool, error) {
 	switch {
 	case code == http.StatusSwitchingProtocols:
 		return false, ErrUnexpected101
-	case code < 100 || code >= 200:
+	case code < 100 || code > 599:
+		return false, ErrBadStatus
+	case code >= 200:
 		return false, nil
 	case n > MaxInterim:
 		return false, ErrTooManyInterim
@@ -68,6 +71,14 @@ func Interim(code, n int) (bool, error) {
 // a request that asked for no upgrade. Its text is the gateway's, as the
 // logs have it.
 var ErrUnexpected101 = errors.New("gateway: unexpected 101 response")
+
+// ErrBadStatus is the error of a response whose status code is outside
+// 100 to 599, which RFC 9110 section 15 makes invalid (a client is to take
+// it as a 5xx): a code below 100 ("099") is no status an HTTP/1.1 client
+// can read, and HTTP/2 servers refuse to send one past 599, so the client
+// gets the gateway's 502 on every protocol. Its text is the gateway's, as
+// the logs have it.
+var ErrBadStatus = errors.New("gateway: response status outside 100 to 599")
 
 // ErrTooManyInterim is the error of a response preceded by more than
 // MaxInterim interim responses. Its text is the gateway's, as the logs have

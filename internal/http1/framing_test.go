@@ -28,7 +28,8 @@ func TestInterim(t *testing.T) {
 		err     error
 	}{
 		{100, 1, true, nil}, {103, MaxInterim, true, nil}, {199, 2, true, nil},
-		{200, 1, false, nil}, {503, MaxInterim + 1, false, nil}, {99, 1, false, nil},
+		{200, 1, false, nil}, {503, MaxInterim + 1, false, nil}, {599, 1, false, nil},
+		{99, 1, false, ErrBadStatus}, {0, 1, false, ErrBadStatus}, {600, 1, false, ErrBadStatus}, {999, 1, false, ErrBadStatus},
 		{101, 1, false, ErrUnexpected101}, {100, MaxInterim + 1, false, ErrTooManyInterim},
 	} {
 		skip, err := Interim(c.code, c.n)
