@@ -31,9 +31,8 @@ var http11 = []byte("HTTP/1.1")
 // A pooled connection with bytes to read before the request is sent (the
 // target sent more than its last response: a body after a 204, unasked
 // data) or that the target has closed is closed and another taken, so that
-// stray bytes never reach another client; so is one that holds bytes after
-// the response it carried. (TLS connections are not checked before a
-// request: their records cannot be told apart without reading them.)
+// stray bytes never reach another client (over TLS too: see strayConn);
+// so is one that holds bytes after the response it carried.
 //
 // When a pooled connection turns out closed by the target before any byte
 // of the response (it closed an idle connection as the request went out),
@@ -88,7 +87,7 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 		}
 	}
 	cc, err := hc.AcquireConn(timeout, req.ConnectionClose())
-	for dirty := 0; err == nil && dirty < maxDirty && strayBytes(cc.Conn()); dirty++ {
+	for dirty := 0; err == nil && dirty < maxDirty && strayConn(cc); dirty++ {
 		hc.CloseConn(cc)
 		cc, err = hc.AcquireConn(timeout, req.ConnectionClose())
 	}
