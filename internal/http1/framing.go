@@ -3,6 +3,7 @@ package http1
 import (
 	"bytes"
 	"errors"
+	"iter"
 	"net/http"
 	"strings"
 )
@@ -110,15 +111,40 @@ func BothFramings(b []byte) bool {
 		}
 		switch line[0] | 0x20 {
 		case 'c':
-			cl = cl || hasName(line, "content-length:")
+			cl = cl || hasName(line, "content-length")
 		case 't':
-			te = te || hasName(line, "transfer-encoding:")
+			te = te || hasName(line, "transfer-encoding")
 		}
 	}
 	return cl && te
 }
 
-// hasName reports whether line starts with name, in any case.
+// hasName reports whether line is a field named name (without its
+// colon), in any case, with or without spaces or tabs before the colon:
+// RFC 9112 section 5.1 has a proxy remove them from a response, as
+// fasthttp reads it.
 func hasName(line []byte, name string) bool {
-	return len(line) >= len(name) && strings.EqualFold(string(line[:len(name)]), name)
+	if len(line) < len(name) || !strings.EqualFold(string(line[:len(name)]), name) {
+		return false
+	}
+	rest := bytes.TrimLeft(line[len(name):], " \t")
+	return len(rest) > 0 && rest[0] == ':'
+}
+
+// ErrBadName is the error of a response with a field name that is not a
+// token (RFC 9110 section 5.1), "X A" say, which fasthttp reads as a name
+// (refusing the other characters): sent on, an HTTP/1.1 client reads one
+// field, or none, or refuses the response, and HTTP/2 cannot carry it. Its
+// text is the gateway's, as the logs have it.
+var ErrBadName = errors.New("gateway: response field name is not a token")
+
+// TokenNames reports whether every name of the fields all yields is a
+// token.
+func TokenNames(all iter.Seq2[[]byte, []byte]) bool {
+	for k := range all {
+		if !Token(k) {
+			return false
+		}
+	}
+	return true
 }

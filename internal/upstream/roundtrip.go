@@ -22,7 +22,9 @@ var http11 = []byte("HTTP/1.1")
 // It is HostClient.Do with the body decided by its size, which a streaming
 // HostClient cannot do (it streams every body). Interim (1xx) responses
 // are skipped, http1.MaxInterim at most; a response with both a
-// Content-Length and a Transfer-Encoding is refused (ErrFraming). The
+// Content-Length and a Transfer-Encoding is refused (http1.ErrFraming),
+// and so is one with a field name that is not a token (http1.ErrBadName)
+// or a status outside 100 to 599 (http1.ErrBadStatus). The
 // response's protocol is always HTTP/1.1 and it gets no default
 // Content-Type. A timeout (tr's Head passed, or a network timeout) is
 // fasthttp.ErrTimeout, and a connection closed by the target is
@@ -164,6 +166,9 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 		}
 		if err := resp.Header.Read(br); err != nil {
 			return err
+		}
+		if !http1.TokenNames(resp.Header.All()) {
+			return http1.ErrBadName
 		}
 		// The answer to the client is the gateway's own message, in its
 		// version: an HTTP/1.0 status line on a body the gateway frames
