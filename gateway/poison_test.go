@@ -161,3 +161,26 @@ routes:
 		}
 	})
 }
+
+// TestNoContentLengthOn204 has a target answer a 204 with a
+// Content-Length, which RFC 9110 section 8.6 forbids: on every engine the
+// client gets the 204 without it, and its connection's next answer whole.
+// (The loops sent it on as it came, where the goroutine engine drops it:
+// a client or proxy in front that reads the length waits for a body and
+// takes the next answer's bytes for it.)
+func TestNoContentLengthOn204(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := sickUpstream(t, func(c net.Conn, r *http.Request) {
+			io.WriteString(c, "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n")
+		})
+		gw := gatewayTo(t, engine, up.addr)
+		c, br := dialClient(t, gw.Addr)
+		resp, _, err := roundTripRaw(t, c, br, "GET", "/nothing")
+		if err != nil || resp.StatusCode != 204 || resp.Header.Get("Content-Length") != "" {
+			t.Fatalf("%v %v, want 204 without a Content-Length", resp, err)
+		}
+		if resp, body, err := roundTripRaw(t, c, br, "GET", "/ok"); err != nil || body != "ok" {
+			t.Fatalf("next request: %v %q %v", resp, body, err)
+		}
+	})
+}
