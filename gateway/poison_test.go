@@ -184,3 +184,24 @@ func TestNoContentLengthOn204(t *testing.T) {
 		}
 	})
 }
+
+// TestNoContentLengthOn304 has a target answer a 304 with a
+// Content-Length (of the representation, as RFC 9110 section 8.6 allows):
+// an HTTP/1.1 client gets it, and an HTTP/2 client gets the 304 without
+// it on every engine, as net/http's HTTP/2 server sends it. (The loops'
+// HTTP/2 sent it, and Go's client read the answer, without DATA, as cut
+// short.)
+func TestNoContentLengthOn304(t *testing.T) {
+	forEnginesAndProtos(t, func(t *testing.T, engine, proto string) {
+		up := sickUpstream(t, func(c net.Conn, r *http.Request) {
+			io.WriteString(c, "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\nETag: \"v1\"\r\n\r\n")
+		})
+		gw := gatewayTo(t, engine, up.addr)
+		c := protoClient(t, proto, nil, "")
+		want := map[string]string{"h1": "5", "h2c": ""}[proto]
+		r, err := tryDo(c, "GET", gw.URL+"/same", nil, nil)
+		if err != nil || r.Code != 304 || r.Header.Get("ETag") != `"v1"` || r.Header.Get("Content-Length") != want {
+			t.Errorf("%d %v %v, want 304 with the ETag and Content-Length %q", r.Code, r.Header, err, want)
+		}
+	})
+}
