@@ -176,6 +176,33 @@ func TestCoalescingKeepsConditionsApart(t *testing.T) {
 	}
 }
 
+// TestCoalescingLongAnswer sends two requests at once for an answer whose
+// Content-Length is past what coalesced requests share (8 MiB): each gets
+// the whole answer, the first its own call's, streamed, the second from a
+// call of its own. (Every request of the call got a 502: a coalescing
+// route could not serve such an answer at all.)
+func TestCoalescingLongAnswer(t *testing.T) {
+	const size = 8<<20 + 1
+	forEngines(t, func(t *testing.T, engine string) {
+		g := newGate(2)
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			g.wait(r)
+			w.Header().Set("Content-Length", fmt.Sprint(size))
+			w.Write(make([]byte, size))
+		})
+		gw := startCoalescing(t, engine, up, "")
+		rs := sendOverlapping(t, gw, up, g, nil, nil)
+		for i, r := range rs {
+			if r.Code != 200 || len(r.Body) != size {
+				t.Errorf("answer %d: %d, %d bytes, want 200 and %d", i+1, r.Code, len(r.Body), size)
+			}
+		}
+		if n := up.calls.Load(); n != 2 {
+			t.Errorf("upstream called %d times, want 2", n)
+		}
+	})
+}
+
 // TestCoalescingDoesNotSharePrivateAnswers sends two identical requests at
 // once to an upstream whose answer is meant for one client: the second
 // request, which joined the first's call, must not get that answer but go
