@@ -421,7 +421,9 @@ type GRPC struct {
 }
 
 // Rewrite changes a request's path: StripPrefix comes off, then AddPrefix
-// goes on. The query is kept.
+// goes on. The query is kept. The path is the one the route matched,
+// percent-decoded, dot segments resolved and slashes merged, which is
+// what the upstream gets on every protocol (gRPC calls included).
 type Rewrite struct {
 	// StripPrefix is removed from the start of the path when the path
 	// starts with it at a segment boundary (the path is the prefix, or
