@@ -56,6 +56,7 @@ routes:
 			{"/%2e%2e/admin.S/M", "/tenant/admin.S/M"},
 			{"/admin.S%2F..%2F..%2Fother.S/M?q=1", "/tenant/other.S/M?q=1"},
 			{"/api//svc.S/M", "/svc.S/M"},
+			{"/api/%252e%252e/svc.S/M", "/%252e%252e/svc.S/M"}, // decoded once
 			{"/api/x/../svc.S/M", "/svc.S/M"},
 			{"/svc.S/M", "/tenant/svc.S/M"},
 		} {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -177,6 +178,17 @@ func (r *routeRules) appendPath(dst, path []byte) []byte {
 }
 
 var slash = []byte("/")
+
+// setRewrittenPath makes u's path, decoded and normalized as the route
+// matched it, the rules' rewrite of it. fasthttp's SetPath decodes the
+// path it is given, and RequestURI encodes it again: given the rewrite
+// itself, a path whose encoding encodes a '%' (/pub/%252e%252e/admin,
+// matched as /pub/%2e%2e/admin) was decoded twice, and went upstream as
+// /admin. It is given the rewrite encoded.
+func setRewrittenPath(u *fasthttp.URI, r *routeRules) {
+	path := url.URL{Path: string(r.rewrite(u.Path()))}
+	u.SetPath(path.EscapedPath())
+}
 
 // lineEdit is a headerEdit as the loops' http1.AppendRequest and
 // http1.AppendResponse take it.
