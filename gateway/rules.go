@@ -1,9 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -180,15 +180,18 @@ func (r *routeRules) appendPath(dst, path []byte) []byte {
 var slash = []byte("/")
 
 // setRewrittenPath makes u's path, decoded and normalized as the route
-// matched it, the rules' rewrite of it. fasthttp's SetPath decodes the
-// path it is given, and RequestURI encodes it again: given the rewrite
-// itself, a path whose encoding encodes a '%' (/pub/%252e%252e/admin,
-// matched as /pub/%2e%2e/admin) was decoded twice, and went upstream as
-// /admin. It is given the rewrite encoded.
+// matched it, the rules' rewrite of it. fasthttp's SetPathBytes decodes
+// the path it is given, and RequestURI encodes it again: given the
+// rewrite itself, a path whose encoding encodes a '%'
+// (/pub/%252e%252e/admin, matched as /pub/%2e%2e/admin) was decoded
+// twice, and went upstream as /admin. It is given the rewrite with each
+// '%' encoded, which it decodes to the rewrite (a normalized path that
+// normalizing leaves as it is).
 func setRewrittenPath(u *fasthttp.URI, r *routeRules) {
-	path := url.URL{Path: string(r.rewrite(u.Path()))}
-	u.SetPath(path.EscapedPath())
+	u.SetPathBytes(bytes.ReplaceAll(r.rewrite(u.Path()), percent, percentEncoded))
 }
+
+var percent, percentEncoded = []byte("%"), []byte("%25")
 
 // lineEdit is a headerEdit as the loops' http1.AppendRequest and
 // http1.AppendResponse take it.
