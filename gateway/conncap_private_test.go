@@ -55,7 +55,7 @@ func TestConnCapWaitsAndWarns(t *testing.T) {
 	fc := clock.NewFake(time.Unix(1000, 0))
 	h := &countWarnings{}
 	c := &connCap{clock: fc, log: slog.New(h)}
-	c.setMax(1)
+	c.setBounds(1, 0)
 	a, _ := net.Pipe()
 	first := c.take(a, listenerTLS)
 	second := takeAsync(c)
