@@ -130,3 +130,39 @@ func TestMaxConnectionsReclaimTurningIdle(t *testing.T) {
 		awaitOpen(t, gw, 0)
 	})
 }
+
+// checkPerClient, with max_connections_per_client 2 on addr (over TLS
+// with ca's roots when ca is not nil): a client's third connection is
+// closed at its accept, unanswered, while another client is served; once
+// one of the first two closes, the client's next one is served.
+func checkPerClient(t *testing.T, gw *testGateway, addr string, ca *testpki.CA, refused int) {
+	a, b := dialHeld(t, addr, ca), dialHeld(t, addr, ca)
+	a.answered(t)
+	b.answered(t)
+	c := dialHeld(t, addr, ca)
+	c.closedByGateway(t, "the client's third connection")
+	other := dialHeldFrom(t, "127.0.0.2", addr, ca)
+	other.answered(t)
+	wantMetric(t, gw, fmt.Sprintf("sluice_connections_refused_total %d", refused))
+	a.Close()
+	awaitOpen(t, gw, 2)
+	d := dialHeld(t, addr, ca)
+	d.answered(t)
+	for _, h := range []*heldConn{b, c, other, d} {
+		h.Close()
+	}
+	awaitOpen(t, gw, 0)
+}
+
+// TestMaxConnectionsPerClient: past server.max_connections_per_client a
+// client's new connection is closed at accept, on both listeners and
+// engines; the other clients' are served.
+func TestMaxConnectionsPerClient(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ca := testpki.NewCA(t)
+		gw := tlsGateway(t, engine, "max_connections_per_client: 2", certList(ca.Server("localhost", "127.0.0.1")), okUpstream(t).URL)
+		addr := serveTLS(t, gw)
+		t.Run("plain", func(t *testing.T) { checkPerClient(t, gw, gw.Addr, nil, 1) })
+		t.Run("tls", func(t *testing.T) { checkPerClient(t, gw, addr, ca, 2) })
+	})
+}
