@@ -171,6 +171,11 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 		cc.woken.Store(true)
 		_ = c.Wake(nil)
 	})
+	if cc.fresh && e.draining.Load() {
+		// Accepted as Shutdown began, after the loops closed their idle
+		// connections: serve closes it unless a request is here.
+		_ = c.Wake(nil)
+	}
 }
 
 // closed is the connection's end (err is why: io.EOF when the client

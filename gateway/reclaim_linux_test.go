@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/testpki"
@@ -165,4 +167,32 @@ func TestMaxConnectionsPerClient(t *testing.T) {
 		t.Run("plain", func(t *testing.T) { checkPerClient(t, gw, gw.Addr, nil, 1) })
 		t.Run("tls", func(t *testing.T) { checkPerClient(t, gw, addr, ca, 2) })
 	})
+}
+
+// TestMaxConnectionsAcceptDuringShutdown: a connection the loops take
+// once they drain for Shutdown (accepted just before it began) is closed
+// and its place freed at once, rather than kept open until its
+// read_header_timeout or Shutdown's end.
+func TestMaxConnectionsAcceptDuringShutdown(t *testing.T) {
+	gw := serverGateway(t, "loop", "read_header_timeout: 1h", okUpstream(t).URL)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), waitLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway.EnrollWhileDraining(gw.Gateway, nc)
+	_ = c.SetDeadline(time.Now().Add(waitLimit))
+	if b, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read %d, %v; want the connection closed", b, err)
+	}
+	awaitOpen(t, gw, 0)
 }
