@@ -17,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -435,7 +437,9 @@ type GRPC struct {
 }
 
 // Rewrite changes a request's path: StripPrefix comes off, then AddPrefix
-// goes on. The query is kept.
+// goes on. The query is kept. The path is the one the route matched,
+// percent-decoded, dot segments resolved and slashes merged, which is
+// what the upstream gets on every protocol (gRPC calls included).
 type Rewrite struct {
 	// StripPrefix is removed from the start of the path when the path
 	// starts with it at a segment boundary (the path is the prefix, or
@@ -458,7 +462,9 @@ type HeaderRules struct {
 // HeaderEdit changes a message's headers: Remove drops every field of each
 // name, then Set replaces every field of each name with its value, then
 // Add adds a field beside those already there. Names are RFC 9110 tokens,
-// matched without regard to case; values have no control characters but
+// matched without regard to case, and on a request with '-' and '_' alike
+// too (Remove and Set take out a client's X_Secret for X-Secret, which
+// servers of CGI's lineage read as one header); values have no control characters but
 // tab and no space at either end. The framing and hop-by-hop headers
 // (Content-Length, Transfer-Encoding, Host, Connection, Keep-Alive,
 // Proxy-Connection, TE, Trailer, Upgrade) are the gateway's to write and
@@ -839,22 +845,47 @@ func syntaxError(file string, data []byte, err error) *Error {
 // resolveFiles makes the file paths of c that are relative to the
 // configuration file's directory dir usable from any working directory.
 func resolveFiles(c *Config, dir string) {
-	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) {
+	for _, p := range filePaths(c) {
+		if !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
+		}
+	}
+}
+
+// Files returns the paths of the files c names, which a gateway reads
+// when it applies c: the TLS listener's certificates and keys, then the
+// upstreams' CA bundles, certificates and keys by upstream name; each
+// once.
+func (c *Config) Files() []string {
+	var files []string
+	for _, p := range filePaths(c) {
+		if !slices.Contains(files, *p) {
+			files = append(files, *p)
+		}
+	}
+	return files
+}
+
+// filePaths returns pointers to the file paths c sets.
+func filePaths(c *Config) []*string {
+	var ps []*string
+	add := func(p *string) {
+		if *p != "" {
+			ps = append(ps, p)
 		}
 	}
 	if c.TLS != nil {
 		for i := range c.TLS.Certificates {
-			abs(&c.TLS.Certificates[i].CertFile)
-			abs(&c.TLS.Certificates[i].KeyFile)
+			add(&c.TLS.Certificates[i].CertFile)
+			add(&c.TLS.Certificates[i].KeyFile)
 		}
 	}
-	for _, u := range c.Upstreams {
-		if u != nil && u.TLS != nil {
-			abs(&u.TLS.CAFile)
-			abs(&u.TLS.CertFile)
-			abs(&u.TLS.KeyFile)
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
+		if u := c.Upstreams[name]; u != nil && u.TLS != nil {
+			add(&u.TLS.CAFile)
+			add(&u.TLS.CertFile)
+			add(&u.TLS.KeyFile)
 		}
 	}
+	return ps
 }
