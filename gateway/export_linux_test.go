@@ -1,5 +1,7 @@
 package gateway
 
+import "net"
+
 // LoopUnread returns how many response bytes wait unsent on g's loops to a
 // client connection that waits for its next request (the most of any), or
 // -1 when no connection on the loops waits for one.
@@ -44,4 +46,17 @@ func LoopsServing(g *Gateway) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.loops)
+}
+
+// EnrollWhileDraining has g's loops drain, as Shutdown begins to, and
+// then puts nc on them as its listener does a connection accepted just
+// before: the race of an accept with Shutdown, made to happen.
+func EnrollWhileDraining(g *Gateway, nc net.Conn) {
+	g.mu.Lock()
+	e := g.loops
+	g.mu.Unlock()
+	e.enrolling.Lock()
+	e.draining.Store(true)
+	e.enrolling.Unlock()
+	e.enrollAccepted(nc, &clientConn{slot: g.conns.take(nc, listenerPlain), fresh: true})
 }
