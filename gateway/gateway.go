@@ -182,7 +182,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		NoDefaultContentType:         true,
 		LazyRequestTime:              true, // the gateway times requests itself
 		CloseOnShutdown:              true,
-		ConnState:                    g.hijacks.connState,
+		ConnState:                    func(c net.Conn, s fasthttp.ConnState) { watchHeads(c, s); g.hijacks.connState(c, s) },
 		Logger:                       fasthttpLogger{g.log},
 	}
 	return g, nil

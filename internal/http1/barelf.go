@@ -29,3 +29,35 @@ func BareLFFrom(b []byte, from int) (bare bool, next int) {
 	}
 	return false, max(len(b), from)
 }
+
+// HeadScan finds, in a request head read in pieces, what BareLFFrom
+// finds (a line ending in LF alone, the empty lines before the request
+// line aside) and where the head ends (its CRLF CRLF), looking at each
+// byte once. Its zero value is ready for a head's first byte.
+type HeadScan struct {
+	begun bool // past the empty lines before the request line
+	prev  byte // the byte before the next
+	line  int  // the bytes of the current line so far, its CR included
+}
+
+// Next looks at b, the head's next bytes. It returns the index in b of
+// the first bare LF (bare true), else of the byte after the CRLF CRLF
+// that ends the head (end true), else len(b): the head goes on past b.
+func (s *HeadScan) Next(b []byte) (i int, bare, end bool) {
+	for i, c := range b {
+		switch {
+		case !s.begun && (c == '\r' || c == '\n'):
+			continue
+		case c != '\n':
+			s.begun, s.prev = true, c
+			s.line++
+			continue
+		case s.prev != '\r':
+			return i, true, false
+		case s.line == 1:
+			return i + 1, false, true
+		}
+		s.prev, s.line = c, 0
+	}
+	return len(b), false, false
+}
