@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // fastError answers a request that fasthttp refuses before the gateway's
@@ -14,7 +16,11 @@ import (
 // codes and the gateway's JSON body: 431 header_too_large for a head over
 // server.max_header_bytes, 413 body_too_large for a body over
 // server.max_body_bytes, 400 bad_request for a head or body fasthttp
-// cannot read, or one with a line ending in bare LF (see headWatch).
+// cannot read, or one with a line ending in bare LF (see headWatch), 505
+// version_not_supported for a head of another version than HTTP/1.x with
+// a Transfer-Encoding (fasthttp refuses the field in a request not
+// HTTP/1.1; the handler refuses other such heads 505, see
+// http1.RefusedHead; known when the head was looked at, see headWatch).
 // fasthttp sends it and closes the connection after lingering
 // (lingerAtClose), as after the gateway's own refusals (closeAfter): a
 // client still sending its request would see a reset in place of the
@@ -31,6 +37,8 @@ func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "header_too_large", 0)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0)
+	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding) && otherVersion(ctx.Conn()):
+		writeError(ctx, fasthttp.StatusHTTPVersionNotSupported, http1.RefusalReason(fasthttp.StatusHTTPVersionNotSupported), 0)
 	case errors.As(err, &ne) && ne.Timeout():
 		// The read's own error when nothing came; wrapped by fasthttp
 		// when part of a head did.
@@ -44,6 +52,14 @@ func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
 	}); ok {
 		c.lingerAtClose(&g.lingers, g.state.Load().cfg.Server.WriteTimeout.D())
 	}
+}
+
+// otherVersion reports whether c, a connection of the goroutine engine,
+// is reading or has read a head of another version than HTTP/1.x (see
+// headWatch).
+func otherVersion(c net.Conn) bool {
+	w, ok := c.(interface{ otherVersion() bool })
+	return ok && w.otherVersion()
 }
 
 // closeLinger makes the next Close of the goroutine engine's connection

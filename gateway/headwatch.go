@@ -26,18 +26,28 @@ var errBareLF = errors.New("request head line ends in a bare LF")
 // serves the connection reads it and calls its methods (fasthttp's
 // StateNew comes before that goroutine starts).
 type headWatch struct {
-	next bool // the next bytes read begin a head
-	on   bool // a head is being read
-	bare bool // a bare LF was found: reads fail
-	scan http1.HeadScan
+	next    bool // the next bytes read begin a head
+	on      bool // a head is being read
+	watched bool // the last head begun was looked at (scan is its)
+	bare    bool // a bare LF was found: reads fail
+	scan    http1.HeadScan
 }
 
 // awaitHead tells whether fasthttp waits for a head's first byte.
 func (w *headWatch) awaitHead(yes bool) {
+	if !yes && w.next {
+		w.watched = false // its first byte was buffered
+	}
 	w.next = yes
 	if yes {
 		w.on = false
 	}
+}
+
+// otherVersion reports whether the head being read, or last read, was
+// looked at and has a request line of another version than HTTP/1.x.
+func (w *headWatch) otherVersion() bool {
+	return w.watched && w.scan.OtherVersion()
 }
 
 // refused is errBareLF once a bare LF was found, else nil: the
@@ -53,7 +63,7 @@ func (w *headWatch) refused() error {
 // and returns what the reader gets.
 func (w *headWatch) read(p []byte, n int, err error) (int, error) {
 	if w.next && n > 0 {
-		w.next, w.on, w.scan = false, true, http1.HeadScan{}
+		w.next, w.on, w.watched, w.scan = false, true, true, http1.HeadScan{}
 	}
 	if !w.on {
 		return n, err

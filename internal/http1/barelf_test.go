@@ -95,3 +95,22 @@ func TestHeadScan(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadScanOtherVersion: HeadScan tells a request line of another
+// version than HTTP/1.x once the line has ended, whole or byte by byte.
+func TestHeadScanOtherVersion(t *testing.T) {
+	for head, want := range map[string]bool{
+		"POST / HTTP/2.0\r\nHost: x\r\n": true, "\r\nGET / HTTP/0.9\r\n": true, "GET /a/HTTP/1.1\r\n": true,
+		"GET / HTTP/1.1\r\nX: HTTP/2.0\r\n\r\n": false, "GET / HTTP/1.0\r\n": false, "GET / HTTP/1.2\r\n": false,
+		"GET / HTTP/2.0": false, "": false,
+	} {
+		var whole, bytewise HeadScan
+		whole.Next([]byte(head))
+		for i := range len(head) {
+			bytewise.Next([]byte(head[i : i+1]))
+		}
+		if whole.OtherVersion() != want || bytewise.OtherVersion() != want {
+			t.Errorf("%q: other version %v (byte by byte %v), want %v", head, whole.OtherVersion(), bytewise.OtherVersion(), want)
+		}
+	}
+}
