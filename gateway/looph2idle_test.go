@@ -15,7 +15,10 @@ import (
 // trickled one byte at a time. server.idle_timeout still ends it (GOAWAY
 // or close), as net/http's HTTP/2 server ends it, whose idle timer only a
 // stream stops; on the loops any byte kept it open, so a client held a
-// connection forever for a byte per idle_timeout.
+// connection forever for a byte per idle_timeout. (The loops read the wall
+// clock, which the test cannot move: it sends until the connection ends,
+// within waitLimit, rather than a fixed count that a slow machine could
+// outlast.)
 func TestH2IdleNotKeptByFrames(t *testing.T) {
 	forH2Engines(t, func(t *testing.T, engine string) {
 		up := startUpstream(t, "up", nil)
@@ -48,21 +51,27 @@ func TestH2IdleNotKeptByFrames(t *testing.T) {
 						}
 					}
 				}()
-				// 60 sends, 50ms apart: ten times the idle timeout.
-				for i := range 60 {
+				// A frame every 50ms, a sixth of the idle timeout, until the
+				// connection ends: waitLimit bounds the wait, however slow
+				// the machine (the loops' clock is the wall clock).
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				limit := time.After(waitLimit)
+				for i := 0; ; i++ {
 					select {
 					case <-ended:
 						return
-					case <-time.After(50 * time.Millisecond):
+					case <-limit:
+						_ = c.Close()
+						<-ended
+						t.Fatal("frames without a stream kept the connection past its idle timeout")
+					case <-tick.C:
 					}
 					if send(c, cl, i) != nil {
 						<-ended
 						return
 					}
 				}
-				_ = c.Close()
-				<-ended
-				t.Fatal("frames without a stream kept the connection past its idle timeout")
 			})
 		}
 	})
