@@ -76,3 +76,39 @@ func TestH2IdleNotKeptByFrames(t *testing.T) {
 		}
 	})
 }
+
+// TestH2IdleRunsFromExpiredStream: a stream whose request has not arrived
+// whole within server.read_timeout is reset (CANCEL), and the
+// connection's idle timeout runs from then, as from any stream's end: a
+// request that comes next is served. (With read_timeout over
+// idle_timeout, the loops measured the idle time from the last wake
+// before the reset and sent GOAWAY with it: with idle_timeout under the
+// second the loops wait at least between wakes, the reset comes more than
+// idle_timeout after the wake before it.) The loops' own timers (see
+// loopH2.idle): the loop engine with server.http2.loops.
+func TestH2IdleRunsFromExpiredStream(t *testing.T) {
+	up := startUpstream(t, "up", nil)
+	tg := startGateway(t, parseConfig(t, `
+server: {engine: loop, read_timeout: 1200ms, idle_timeout: 500ms, http2: {loops: true}}
+upstreams:
+  up: {targets: ["%s"]}
+routes:
+  - {name: all, upstream: up}
+`, up.URL))
+	fr := h2Dial(t, tg.Addr)
+	head := func(method string, fields ...string) []byte {
+		return h2Headers(append([]string{":method", method, ":scheme", "http", ":path", "/", ":authority", "x"}, fields...)...)
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head("POST", "content-length", "10"), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if status, body, code, ok := h2Answer(t, fr, 1); ok || code != http2.ErrCodeCancel {
+		t.Fatalf("stream 1 ended %v %q %q, reset %v; want reset CANCEL at read_timeout", ok, status, body, code)
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: head("GET"), EndHeaders: true, EndStream: true}); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, code, ok := h2Answer(t, fr, 3); !ok || status != "200" {
+		t.Errorf("stream 3: %q, reset %v; want 200", status, code)
+	}
+}
