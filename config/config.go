@@ -17,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -825,22 +827,47 @@ func syntaxError(file string, data []byte, err error) *Error {
 // resolveFiles makes the file paths of c that are relative to the
 // configuration file's directory dir usable from any working directory.
 func resolveFiles(c *Config, dir string) {
-	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) {
+	for _, p := range filePaths(c) {
+		if !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
+		}
+	}
+}
+
+// Files returns the paths of the files c names, which a gateway reads
+// when it applies c: the TLS listener's certificates and keys, then the
+// upstreams' CA bundles, certificates and keys by upstream name; each
+// once.
+func (c *Config) Files() []string {
+	var files []string
+	for _, p := range filePaths(c) {
+		if !slices.Contains(files, *p) {
+			files = append(files, *p)
+		}
+	}
+	return files
+}
+
+// filePaths returns pointers to the file paths c sets.
+func filePaths(c *Config) []*string {
+	var ps []*string
+	add := func(p *string) {
+		if *p != "" {
+			ps = append(ps, p)
 		}
 	}
 	if c.TLS != nil {
 		for i := range c.TLS.Certificates {
-			abs(&c.TLS.Certificates[i].CertFile)
-			abs(&c.TLS.Certificates[i].KeyFile)
+			add(&c.TLS.Certificates[i].CertFile)
+			add(&c.TLS.Certificates[i].KeyFile)
 		}
 	}
-	for _, u := range c.Upstreams {
-		if u != nil && u.TLS != nil {
-			abs(&u.TLS.CAFile)
-			abs(&u.TLS.CertFile)
-			abs(&u.TLS.KeyFile)
+	for _, name := range slices.Sorted(maps.Keys(c.Upstreams)) {
+		if u := c.Upstreams[name]; u != nil && u.TLS != nil {
+			add(&u.TLS.CAFile)
+			add(&u.TLS.CertFile)
+			add(&u.TLS.KeyFile)
 		}
 	}
+	return ps
 }

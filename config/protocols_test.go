@@ -3,6 +3,7 @@ package config_test
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,6 +98,9 @@ routes: [{name: r, upstream: a}]
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
+	}
+	if got, want := c.Files(), []string{"/etc/sluice/cert.pem", "/abs/key.pem", "/etc/sluice/ca.pem"}; !slices.Equal(got, want) {
+		t.Errorf("Files() = %q, want %q", got, want)
 	}
 	if c, err := config.Parse("c.yaml", []byte(base)); err != nil || c.TLS != nil {
 		t.Errorf("no tls section: %v, %v; want no TLS listener", c, err)

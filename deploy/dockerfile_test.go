@@ -1,7 +1,8 @@
 // Package deploy_test checks the files that package and observe sluice:
-// the Dockerfile and its .dockerignore at the repository root, and the
-// Grafana dashboard in deploy/grafana. Docker is not needed: the checks
-// read the files.
+// the Dockerfile and its .dockerignore at the repository root, the
+// Kubernetes manifest in deploy/kubernetes, the systemd unit in
+// deploy/systemd and the Grafana dashboard in deploy/grafana. Neither
+// Docker, a cluster nor systemd is needed: the checks read the files.
 package deploy_test
 
 import (

@@ -11,11 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -25,7 +22,8 @@ import (
 )
 
 // serve runs the gateway until SIGTERM or SIGINT, reloading on SIGHUP, on a
-// change of the file and on POST /reload. The file is --config FILE or the
+// change of the file or of a file it names (see watcher) and on POST
+// /reload. The file is --config FILE or the
 // one argument, sluice.yaml by default. Unless --batch-scheduling=false,
 // the process's threads run under SCHED_BATCH (see batchScheduling).
 func serve(args []string, stderr io.Writer) int {
@@ -36,7 +34,7 @@ func serve(args []string, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	path := fs.String("config", "sluice.yaml", "configuration file (or give it as the argument)")
-	watch := fs.Bool("watch", true, "reload when the configuration file changes")
+	watch := fs.Bool("watch", true, "reload when the configuration file or a file it names (certificates, keys, CA bundles) changes")
 	batch := fs.Bool("batch-scheduling", true, "run the gateway's threads under Linux's SCHED_BATCH scheduling policy rather than the normal one (see README, Deploying)")
 	// Flags may come before or after the file.
 	var files []string
@@ -110,6 +108,7 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 			return fmt.Errorf("tls listening: %w", err)
 		}
 	}
+	var files *watcher // the configuration's files, when watched
 	reload := func() error {
 		next, err := config.Load(path)
 		if err != nil {
@@ -122,7 +121,15 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 			tlsListen(next) != tlsListen(cfg) || next.Server.HTTP2 != cfg.Server.HTTP2 {
 			log.Warn("listen, admin, tls.listen, server.engine and server.http2 changes take effect only after a restart")
 		}
-		return g.Apply(next)
+		if err := g.Apply(next); err != nil {
+			return err
+		}
+		if files != nil {
+			if err := files.set(append([]string{path}, next.Files()...)); err != nil {
+				log.Warn("not watching every file of the configuration", "error", err)
+			}
+		}
+		return nil
 	}
 	var adminSrv *http.Server
 	var adminAddr net.Addr
@@ -145,12 +152,12 @@ func runGateway(ctx context.Context, path string, cfg *config.Config, watch bool
 	defer signal.Stop(sigs)
 	var changes <-chan struct{}
 	if watch {
-		c, stop, err := watchFile(path, log)
+		w, err := newWatcher(append([]string{path}, cfg.Files()...), log)
 		if err != nil {
-			log.Warn("not watching the configuration file", "error", err)
+			log.Warn("not watching the configuration's files", "error", err)
 		} else {
-			defer stop()
-			changes = c
+			defer w.close()
+			files, changes = w, w.changes()
 		}
 	}
 	served, servers := make(chan error, 2), 1
@@ -207,51 +214,4 @@ func tlsListen(cfg *config.Config) string {
 		return ""
 	}
 	return cfg.TLS.Listen
-}
-
-// watchFile reports changes of the file at path. It watches the directory,
-// so that editors that replace the file (write a new one, rename it over the
-// old) are seen too; changes that come in quick succession are reported
-// once.
-func watchFile(path string, log *slog.Logger) (<-chan struct{}, func(), error) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, nil, err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		w.Close()
-		return nil, nil, err
-	}
-	if err := w.Add(filepath.Dir(abs)); err != nil {
-		w.Close()
-		return nil, nil, err
-	}
-	out := make(chan struct{}, 1)
-	go func() {
-		var debounce <-chan time.Time
-		for {
-			select {
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				if filepath.Clean(ev.Name) == abs && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename) != 0 {
-					debounce = time.After(100 * time.Millisecond)
-				}
-			case err, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-				log.Warn("watching the configuration file", "error", err)
-			case <-debounce:
-				debounce = nil
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-	return out, func() { w.Close() }, nil
 }
