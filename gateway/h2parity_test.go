@@ -35,15 +35,7 @@ func h2Both(t *testing.T, tg *testGateway, tlsAddr string, ca *testpki.CA) map[s
 func TestHTTP2AsteriskRefused(t *testing.T) {
 	forH2Engines(t, func(t *testing.T, engine string) {
 		u := startWireUpstream(t, nil)
-		ca := testpki.NewCA(t)
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, certList(ca.Server("localhost", "127.0.0.1")), u.addr))
+		tg, ca := caGateway(t, engine, "http://"+u.addr)
 		for proto, h := range h2Both(t, tg, serveTLS(t, tg), ca) {
 			h.headers(t, 1, true, ":method", "OPTIONS", ":scheme", "http", ":authority", "a.test", ":path", "*")
 			if st, _ := h.read(t, 1); st != "400" {
