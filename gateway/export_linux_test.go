@@ -4,18 +4,11 @@ package gateway
 // client connection that waits for its next request (the most of any), or
 // -1 when no connection on the loops waits for one.
 func LoopUnread(g *Gateway) int {
-	g.mu.Lock()
-	e := g.loops
-	g.mu.Unlock()
+	e := loopEngineOf(g)
 	if e == nil {
 		return -1
 	}
-	e.mu.Lock()
-	loops := make([]*loop, 0, len(e.loops))
-	for _, l := range e.loops {
-		loops = append(loops, l)
-	}
-	e.mu.Unlock()
+	loops := e.loopList()
 	most := -1
 	for _, l := range loops {
 		res := make(chan int, 1)
@@ -35,13 +28,29 @@ func LoopUnread(g *Gateway) int {
 
 // LoopsServing returns how many of g's loops have served a connection.
 func LoopsServing(g *Gateway) int {
-	g.mu.Lock()
-	e := g.loops
-	g.mu.Unlock()
+	e := loopEngineOf(g)
 	if e == nil {
 		return 0
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.loops)
+}
+
+// loopEngineOf returns g's loop engine, nil when no loops run.
+func loopEngineOf(g *Gateway) *loopEngine {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.loops
+}
+
+// loopList returns e's loops, as they are now.
+func (e *loopEngine) loopList() []*loop {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	loops := make([]*loop, 0, len(e.loops))
+	for _, l := range e.loops {
+		loops = append(loops, l)
+	}
+	return loops
 }
