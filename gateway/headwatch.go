@@ -20,7 +20,7 @@ var errBareLF = errors.New("request head line ends in a bare LF")
 // loops do (see clientConn.serve): a head found so is cut before its bare
 // LF and the reads after fail with errBareLF. Only a head whose first
 // byte comes from the connection is looked at: fasthttp waits for one
-// when the connection opens or goes idle (see connState) with nothing
+// when the connection opens or goes idle (see watchHeads) with nothing
 // buffered; the bytes of a head that fasthttp buffered with an earlier
 // request (pipelined), and bodies, are not. Only the goroutine that
 // serves the connection reads it and calls its methods (fasthttp's
