@@ -424,7 +424,9 @@ type GRPC struct {
 }
 
 // Rewrite changes a request's path: StripPrefix comes off, then AddPrefix
-// goes on. The query is kept.
+// goes on. The query is kept. The path is the one the route matched,
+// percent-decoded, dot segments resolved and slashes merged, which is
+// what the upstream gets on every protocol (gRPC calls included).
 type Rewrite struct {
 	// StripPrefix is removed from the start of the path when the path
 	// starts with it at a segment boundary (the path is the prefix, or
@@ -447,7 +449,9 @@ type HeaderRules struct {
 // HeaderEdit changes a message's headers: Remove drops every field of each
 // name, then Set replaces every field of each name with its value, then
 // Add adds a field beside those already there. Names are RFC 9110 tokens,
-// matched without regard to case; values have no control characters but
+// matched without regard to case, and on a request with '-' and '_' alike
+// too (Remove and Set take out a client's X_Secret for X-Secret, which
+// servers of CGI's lineage read as one header); values have no control characters but
 // tab and no space at either end. The framing and hop-by-hop headers
 // (Content-Length, Transfer-Encoding, Host, Connection, Keep-Alive,
 // Proxy-Connection, TE, Trailer, Upgrade) are the gateway's to write and

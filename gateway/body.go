@@ -51,11 +51,13 @@ var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canc
 //
 // With a header (head), the request's trailer section, which fasthttp
 // reads into it at the body's end, loses the fields the gateway sets or
-// drops in the header (see dropTrailerClaims) before fasthttp's writer
-// sends it on.
+// drops in the header, and those the route's request rules (edit) set or
+// remove there (see dropTrailerClaims), before fasthttp's writer sends it
+// on.
 type clientBody struct {
 	r     io.Reader
 	head  *fasthttp.RequestHeader // the request's, whose trailers are cleaned; nil: none
+	edit  *headerEdit             // the route's request rules; nil: none
 	left  int64
 	read  int64 // bytes read so far, for the log
 	ended bool  // the body was read to its end
@@ -102,19 +104,20 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		b.ended = true
 		if b.head != nil {
-			dropTrailerClaims(b.head)
+			dropTrailerClaims(b.head, b.edit)
 		}
 	}
 	return n, err
 }
 
 // dropTrailerClaims removes from h's trailer section the fields a
-// trailer may not carry (see trailerClaim) before fasthttp's writer sends
-// it on.
-func dropTrailerClaims(h *fasthttp.RequestHeader) {
+// trailer may not carry (see trailerClaim), and those edit (nil: none)
+// takes out of the header (an HTTP/2 request's trailers lose them too, see
+// reannounceTrailers), before fasthttp's writer sends it on.
+func dropTrailerClaims(h *fasthttp.RequestHeader, edit *headerEdit) {
 	var drop []string
 	http1.Headers(h.TrailerHeader(), func(k, _ []byte) bool {
-		if trailerClaim(k) {
+		if trailerClaim(k) || edit != nil && edit.drops(k) {
 			drop = append(drop, string(k))
 		}
 		return true

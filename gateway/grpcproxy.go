@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -339,13 +340,11 @@ func (c *grpcCall) request(ctx context.Context, t *target, span *tracing.Attempt
 	if t.Client.IsTLS {
 		scheme = "https://"
 	}
-	uri := c.r.URL.RequestURI()
+	uri := c.r.URL.RequestURI() // the routed path (see serveStd)
 	rules := c.rt.rules
 	if rules != nil {
-		uri = string(rules.appendPath(nil, []byte(c.r.URL.EscapedPath())))
-		if q := c.r.URL.RawQuery; q != "" {
-			uri += "?" + q
-		}
+		rewritten := url.URL{Path: string(rules.rewrite([]byte(c.r.URL.Path))), RawQuery: c.r.URL.RawQuery}
+		uri = rewritten.RequestURI()
 	}
 	out, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+t.Client.Addr+uri, rb)
 	if err != nil {

@@ -286,6 +286,9 @@ func (x *exchange) streamBody(ctx *fasthttp.RequestCtx, stream io.Reader, maxBod
 	if stream != nil {
 		b := newClientBody(stream, maxBody)
 		b.head = &ctx.Request.Header
+		if x.rt.rules != nil {
+			b.edit = &x.rt.rules.request
+		}
 		x.stream = b
 	}
 }

@@ -263,7 +263,7 @@ func (x *exchange) prepare(t *target, span *tracing.Attempt) *fasthttp.Request {
 		req.Header.SetCanonical(hdrForwardedProto, fwdProto)
 		req.Header.SetCanonical(hdrRequestID, x.obs.id)
 		if rules != nil {
-			req.URI().SetPathBytes(rules.rewrite(req.URI().Path()))
+			setRewrittenPath(req.URI(), rules)
 			rules.request.apply(&req.Header)
 		}
 		switch {

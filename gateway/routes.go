@@ -113,8 +113,8 @@ func (m *matcher) matches(req request) (ok, ambiguous bool) {
 	return true, false
 }
 
-// paramless is a request read with another path: its path without
-// segment parameters (see withoutParams).
+// paramless is a request read with another path: as another server reads
+// its path (see withoutParams and withSlashes).
 type paramless struct {
 	request
 	path []byte
@@ -122,12 +122,32 @@ type paramless struct {
 
 func (p paramless) Path() []byte { return p.path }
 
+// otherReadings are the ways upstreams read a path otherwise than the
+// gateway routes it, each with the byte that has a path read so.
+var otherReadings = [...]struct {
+	mark byte
+	read func(path []byte) []byte
+}{{';', withoutParams}, {'\\', withSlashes}}
+
 // withoutParams returns path with each segment's parameters (from a ';'
 // to the segment's end) removed, as servlet containers read a path
 // (Tomcat serves /admin;x/users as /admin/users), and then normalized as
 // they normalize it: empty and "." segments dropped, ".." removing the
 // segment before it (/x/..;/admin and /;x/admin are /admin there).
-func withoutParams(path []byte) []byte {
+func withoutParams(path []byte) []byte { return resolve(path, true) }
+
+// withSlashes returns path (decoded: %5C is a '\' there) with each '\'
+// a '/', as servers of Windows' lineage read a path (IIS serves
+// /pub\..\admin as /admin), then normalized as withoutParams normalizes
+// it, segment parameters kept.
+func withSlashes(path []byte) []byte {
+	return resolve(bytes.ReplaceAll(path, []byte{'\\'}, slash), false)
+}
+
+// resolve returns path normalized: empty and "." segments dropped, ".."
+// removing the segment before it, and each segment's parameters removed
+// first when params.
+func resolve(path []byte, params bool) []byte {
 	out := make([]byte, 0, len(path))
 	dir := false // the last segment names a directory: the path ends in '/'
 	for len(path) > 0 {
@@ -140,7 +160,7 @@ func withoutParams(path []byte) []byte {
 		} else {
 			path = nil
 		}
-		if i := bytes.IndexByte(seg, ';'); i >= 0 {
+		if i := bytes.IndexByte(seg, ';'); params && i >= 0 {
 			seg = seg[:i]
 		}
 		switch string(seg) {

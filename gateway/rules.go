@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -29,6 +31,13 @@ type routeRules struct {
 type headerEdit struct {
 	remove   []string
 	set, add [][2]string // name and value, by name
+	// cgi says that the names removed and set are taken out under the
+	// names CGI-style servers read as them too (any case, '_' for '-':
+	// X_Secret for X-Secret, see http1.CGIName), as a request's are: such
+	// an upstream reads the client's X_Secret as the X-Secret the route
+	// removed, or its X_User beside or in place of the X-User the route
+	// set.
+	cgi bool
 }
 
 // newRouteRules returns rc's rules, or nil when it has none.
@@ -42,6 +51,7 @@ func newRouteRules(rc *config.Route) *routeRules {
 	}
 	if h := rc.Headers; h != nil {
 		r.request, r.response = newHeaderEdit(&h.Request), newHeaderEdit(&h.Response)
+		r.request.cgi = true
 	}
 	return r
 }
@@ -68,10 +78,14 @@ type editable interface {
 var (
 	_ editable = (*fasthttp.RequestHeader)(nil)
 	_ editable = (*fasthttp.ResponseHeader)(nil)
+	_ editable = http.Header(nil)
 )
 
 // apply makes e's changes to h.
 func (e *headerEdit) apply(h editable) {
+	if e.cgi {
+		e.removeForms(h)
+	}
 	for _, k := range e.remove {
 		h.Del(k)
 	}
@@ -83,16 +97,44 @@ func (e *headerEdit) apply(h editable) {
 	}
 }
 
+// removeForms deletes from h, a request's header, every field e takes out
+// (see cgi and drops), under whichever of its names it came.
+func (e *headerEdit) removeForms(h editable) {
+	var names []string
+	switch h := h.(type) {
+	case *fasthttp.RequestHeader:
+		for k := range h.All() {
+			if e.drops(k) {
+				names = append(names, string(k))
+			}
+		}
+	case http.Header:
+		for k := range h {
+			if e.drops([]byte(k)) {
+				delete(h, k)
+			}
+		}
+	}
+	for _, k := range names {
+		h.Del(k)
+	}
+}
+
 // drops reports whether e takes out the header named k: it removes or
-// sets it.
+// sets it (under one of the names CGI-style servers read as it, with
+// cgi).
 func (e *headerEdit) drops(k []byte) bool {
+	same := http1.EqualName
+	if e.cgi {
+		same = http1.CGIName
+	}
 	for _, n := range e.remove {
-		if http1.EqualName(k, n) {
+		if same(k, n) {
 			return true
 		}
 	}
 	for _, kv := range e.set {
-		if http1.EqualName(k, kv[0]) {
+		if same(k, kv[0]) {
 			return true
 		}
 	}
@@ -136,6 +178,20 @@ func (r *routeRules) appendPath(dst, path []byte) []byte {
 }
 
 var slash = []byte("/")
+
+// setRewrittenPath makes u's path, decoded and normalized as the route
+// matched it, the rules' rewrite of it. fasthttp's SetPathBytes decodes
+// the path it is given, and RequestURI encodes it again: given the
+// rewrite itself, a path whose encoding encodes a '%'
+// (/pub/%252e%252e/admin, matched as /pub/%2e%2e/admin) was decoded
+// twice, and went upstream as /admin. It is given the rewrite with each
+// '%' encoded, which it decodes to the rewrite (a normalized path that
+// normalizing leaves as it is).
+func setRewrittenPath(u *fasthttp.URI, r *routeRules) {
+	u.SetPathBytes(bytes.ReplaceAll(r.rewrite(u.Path()), percent, percentEncoded))
+}
+
+var percent, percentEncoded = []byte("%"), []byte("%25")
 
 // lineEdit is a headerEdit as the loops' http1.AppendRequest and
 // http1.AppendResponse take it.

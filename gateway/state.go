@@ -31,16 +31,21 @@ type state struct {
 // route returns the first route that matches req, or nil. It returns nil
 // and the reason to refuse req with when the routes cannot tell which
 // route it is for: reasonAmbiguousHeader when a route cannot tell whether
-// it matches (see matcher.matches), reasonAmbiguousPath when the path
-// without its segment parameters would choose another route (see
-// withoutParams). The reason is "" otherwise.
+// it matches (see matcher.matches), reasonAmbiguousPath when the path as
+// another server reads it would choose another route: without its
+// segment parameters (see withoutParams), or with its backslashes as
+// slashes (see withSlashes). The reason is "" otherwise.
 func (s *state) route(req request) (*route, string) {
 	rt, ambiguous := s.firstRoute(req)
 	if ambiguous {
 		return nil, reasonAmbiguousHeader
 	}
-	if p := req.Path(); bytes.IndexByte(p, ';') >= 0 {
-		other, ambiguous := s.firstRoute(paramless{req, withoutParams(p)})
+	p := req.Path()
+	for _, o := range otherReadings {
+		if bytes.IndexByte(p, o.mark) < 0 {
+			continue
+		}
+		other, ambiguous := s.firstRoute(paramless{req, o.read(p)})
 		switch {
 		case ambiguous:
 			return nil, reasonAmbiguousHeader

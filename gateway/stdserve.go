@@ -25,6 +25,12 @@ func (g *Gateway) serveStd(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *h
 	if rt == nil {
 		return false // the handler refuses it, with the reason
 	}
+	// The call goes upstream with the path it was routed by, as an
+	// HTTP/1.1 request does: percent-decoded, dot segments resolved,
+	// slashes merged. Its raw :path, sent on, let an upstream that
+	// resolves dot segments (Envoy's normalize_path) read what the route
+	// did not match or its rewrite did not mean (/tenant/../admin.S/M).
+	r.URL.Path, r.URL.RawPath = string(ctx.Request.URI().Path()), ""
 	sw := &statusWriter{ResponseWriter: w}
 	reason := g.serveGRPC(sw, r, st, rt, o)
 	ctx.Response.SetStatusCode(sw.status())
