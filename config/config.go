@@ -154,7 +154,8 @@ type Redis struct {
 // slow-body clients.
 type Server struct {
 	// ReadHeaderTimeout bounds reading a request's headers, and a TLS
-	// handshake on the tls listener. Default 10s.
+	// handshake on the tls listener: a connection whose head has not come
+	// whole by then is closed without an answer. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// ReadTimeout bounds reading a whole request, body included, but for
 	// a gRPC call's, which its own deadline bounds (a stream may last).

@@ -463,7 +463,7 @@ func TestMaxConnectionsSilentConnection(t *testing.T) {
 					}
 					c = tlc
 				}
-				// The goroutine engine answers 408 first; the loops close.
+				// Both engines close it unanswered.
 				if got, err := io.ReadAll(c); errors.Is(err, os.ErrDeadlineExceeded) {
 					t.Fatalf("silent connection: %v after %q; want it closed by the gateway within read_header_timeout", err, got)
 				}
