@@ -225,3 +225,33 @@ func TestStalledHeadClosedUnanswered(t *testing.T) {
 		}
 	})
 }
+
+// TestBareLFPipelinedHeadRefused: a head that comes behind a request in
+// the same read (pipelined), whose bytes the goroutine engine's reads do
+// not look at (see headWatch), is refused 400 when its empty line ends in
+// a bare LF, on both engines, and reaches no upstream, nor does the
+// request after it. (fasthttp ends a head at a bare LF empty line when a
+// CRLF CRLF comes later in what it holds, here the next head's, and the
+// goroutine engine served both: a proxy in front that ends lines at CRLF
+// alone reads one request there.)
+func TestBareLFPipelinedHeadRefused(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := serverGateway(t, engine, "read_header_timeout: 1h", "http://"+u.Addr)
+		conn, br := dialClient(t, gw.Addr)
+		_ = conn.SetDeadline(time.Now().Add(waitLimit))
+		if _, err := io.WriteString(conn, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []int{200, 400} {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != want {
+				t.Fatalf("answer %d: %v, %v; want %d", i, resp, err, want)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}
+		if n := u.count(); n != 1 {
+			t.Errorf("the upstream read %d requests, want 1", n)
+		}
+	})
+}

@@ -51,7 +51,9 @@ func RefusedMethod(method []byte) int {
 //     9112 section 3.2: the gateway sends it on as X-Forwarded-Host);
 //   - every header line is a token, a colon and a value without control
 //     characters but tabs, ending in CRLF: no space before the colon, no
-//     obs-fold (a line starting with a space or tab), no bare CR or LF (400);
+//     obs-fold (a line starting with a space or tab), no bare CR or LF (400),
+//     the empty line that ends the block too (fasthttp ends a block at a
+//     bare LF empty line when a CRLF CRLF comes later in what it holds);
 //   - Transfer-Encoding is "chunked" alone (anything else is 501, as nginx
 //     answers), and never beside Content-Length (400);
 //   - no Transfer_Encoding or Content_Length (any case): servers of CGI's
@@ -88,7 +90,7 @@ func RefusedHead(method, target, proto, raw []byte) int {
 	})
 	authority, absolute := absoluteAuthority(target)
 	switch {
-	case !ok, absolute && len(host) > 0 && !bytes.EqualFold(authority, host):
+	case !ok, len(raw) > 2 && !bytes.HasSuffix(raw, crlfCRLF), absolute && len(host) > 0 && !bytes.EqualFold(authority, host):
 		return http.StatusBadRequest
 	case otherTE:
 		return http.StatusNotImplemented
@@ -97,6 +99,8 @@ func RefusedHead(method, target, proto, raw []byte) int {
 	}
 	return 0
 }
+
+var crlfCRLF = []byte("\r\n\r\n")
 
 // RefusalReason names the reason of a refusal by RefusedHead's status:
 // method_not_allowed, not_implemented, version_not_supported, or

@@ -28,6 +28,7 @@ func TestRefusedHead(t *testing.T) {
 		{"double slash without Host", "GET", "//a", "HTTP/1.1", "X: y\r\n\r\n", http.StatusBadRequest},
 		{"empty Host", "GET", "//a", "HTTP/1.1", "Host:\r\n\r\n", http.StatusBadRequest},
 		{"folded line", "GET", "/", "HTTP/1.1", "X: a\r\n b\r\n\r\n", http.StatusBadRequest},
+		{"bare LF empty line", "GET", "/", "HTTP/1.1", "Host: a\r\n\n", http.StatusBadRequest},
 		{"gzip", "POST", "/", "HTTP/1.1", "Transfer-Encoding: gzip, chunked\r\n\r\n", http.StatusNotImplemented},
 		{"two TEs", "POST", "/", "HTTP/1.1", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", http.StatusNotImplemented},
 		{"TE and CL", "POST", "/", "HTTP/1.1", "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", http.StatusBadRequest},
