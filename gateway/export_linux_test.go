@@ -50,6 +50,15 @@ func EnrollWhileDraining(g *Gateway, nc net.Conn) {
 	e.enrollAccepted(nc, &clientConn{slot: g.conns.take(nc, listenerPlain), fresh: true})
 }
 
+// BridgedStreams returns how many bridged HTTP/2 streams' goroutines g's
+// loops count as at work.
+func BridgedStreams(g *Gateway) int {
+	e := loopEngineOf(g)
+	e.bridged.mu.Lock()
+	defer e.bridged.mu.Unlock()
+	return e.bridged.n
+}
+
 // loopEngineOf returns g's loop engine, nil when no loops run.
 func loopEngineOf(g *Gateway) *loopEngine {
 	g.mu.Lock()
