@@ -255,3 +255,33 @@ func TestBareLFPipelinedHeadRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestAnswerKeptAtBodyTimeout: the answer to a request is not lost when
+// the request pipelined behind it does not send the first bytes of its
+// body within server.read_timeout, on both engines (the goroutine engine
+// holds that answer while it reads them; the loops close unanswered after
+// it, the goroutine engine answers 408 first). (The goroutine engine
+// closed the connection with its write deadline passed, that answer
+// unsent, though the upstream had served the request.)
+func TestAnswerKeptAtBodyTimeout(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := serverGateway(t, engine, "read_header_timeout: 1h, read_timeout: 100ms", "http://"+u.Addr)
+		conn, br := dialClient(t, gw.Addr)
+		_ = conn.SetDeadline(time.Now().Add(waitLimit))
+		if _, err := io.WriteString(conn, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("the answer to the first request: %v, %v; want 200", resp, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 && !strings.HasPrefix(string(rest), "HTTP/1.1 408 ") {
+			t.Errorf("after it: %q, %v; want the connection closed, with a 408 or none", rest, err)
+		}
+		if n := u.count(); n != 1 {
+			t.Errorf("the upstream read %d requests, want 1", n)
+		}
+	})
+}

@@ -28,7 +28,12 @@ import (
 // server.read_header_timeout, none of it or part, is closed at once
 // without an answer, as the loops, nginx and net/http close it (the
 // client is not sending): fasthttp's answer finds the connection's write
-// deadline passed.
+// deadline passed (fasthttp holds no answer then: it sends those of
+// pipelined requests before it waits for a head). A request whose body's
+// first bytes (fasthttp reads up to 8 KiB of it before the handler) did
+// not come within server.read_timeout is answered 408 request_timeout,
+// and the connection closed at once: fasthttp may hold the answers to
+// requests pipelined before it, which it sends first.
 func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
@@ -40,8 +45,12 @@ func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding) && otherVersion(ctx.Conn()):
 		writeError(ctx, fasthttp.StatusHTTPVersionNotSupported, http1.RefusalReason(fasthttp.StatusHTTPVersionNotSupported), 0)
 	case errors.As(err, &ne) && ne.Timeout():
-		// The read's own error when nothing came; wrapped by fasthttp
-		// when part of a head did.
+		// The read's own error when nothing came, or a body's did not;
+		// wrapped by fasthttp when part of a head came.
+		if _, own := err.(net.Error); own && requestBegun(ctx.Conn()) {
+			writeError(ctx, fasthttp.StatusRequestTimeout, "request_timeout", 0)
+			return
+		}
 		_ = ctx.Conn().SetWriteDeadline(time.Unix(1, 0))
 		return
 	default:
@@ -60,6 +69,14 @@ func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
 func otherVersion(c net.Conn) bool {
 	w, ok := c.(interface{ otherVersion() bool })
 	return ok && w.otherVersion()
+}
+
+// requestBegun reports whether c, a connection of the goroutine engine,
+// has given fasthttp bytes of a request since it last waited for one (see
+// headWatch).
+func requestBegun(c net.Conn) bool {
+	w, ok := c.(interface{ begun() bool })
+	return ok && w.begun()
 }
 
 // closeLinger makes the next Close of the goroutine engine's connection

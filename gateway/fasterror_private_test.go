@@ -21,8 +21,10 @@ import (
 // net/http answer neither: fasthttp's answer finds the write deadline
 // passed, and the connection closes at once (the client is not sending,
 // and a lingering close would hold a slow client's connection for up to
-// lingerTime more). A head fasthttp cannot read, or one with a bare LF
-// line, is answered 400 with a lingering close.
+// lingerTime more). A body whose first bytes read_timeout cut is
+// answered 408, closing at once: fasthttp may hold answers of requests
+// before it, which would be lost. A head fasthttp cannot read, or one
+// with a bare LF line, is answered 400 with a lingering close.
 func TestFastErrorTimeoutCloses(t *testing.T) {
 	cfg, err := config.Parse("test.yaml", []byte(`
 upstreams:
@@ -41,14 +43,16 @@ routes:
 	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 	for _, tc := range []struct {
 		name   string
+		active bool // fasthttp read the request's first byte
 		err    error
 		code   int
 		linger bool
 	}{
-		{"nothing read", timeout, 0, false},
-		{"head begun", fmt.Errorf("error when reading request headers: %w", timeout), 0, false},
-		{"head unreadable", errors.New("error when reading request headers: cannot find whitespace"), fasthttp.StatusBadRequest, true},
-		{"bare LF", fmt.Errorf("error when reading request headers: %w", errBareLF), fasthttp.StatusBadRequest, true},
+		{"nothing read", false, timeout, 0, false},
+		{"head begun", true, fmt.Errorf("error when reading request headers: %w", timeout), 0, false},
+		{"body timed out", true, timeout, fasthttp.StatusRequestTimeout, false},
+		{"head unreadable", true, errors.New("error when reading request headers: cannot find whitespace"), fasthttp.StatusBadRequest, true},
+		{"bare LF", true, fmt.Errorf("error when reading request headers: %w", errBareLF), fasthttp.StatusBadRequest, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, peer := net.Pipe()
@@ -56,6 +60,10 @@ routes:
 			defer peer.Close()
 			go func() { _, _ = io.Copy(io.Discard, peer) }() // ends as peer closes
 			pc := &prefixConn{Conn: c}
+			watchHeads(pc, fasthttp.StateNew)
+			if tc.active {
+				watchHeads(pc, fasthttp.StateActive)
+			}
 			var ctx fasthttp.RequestCtx
 			ctx.Init2(pc, nil, false)
 			g.fastError(&ctx, tc.err)

@@ -44,6 +44,12 @@ func (w *headWatch) awaitHead(yes bool) {
 	}
 }
 
+// begun reports whether bytes were read since fasthttp last waited for a
+// head's first byte.
+func (w *headWatch) begun() bool {
+	return !w.next
+}
+
 // otherVersion reports whether the head being read, or last read, was
 // looked at and has a request line of another version than HTTP/1.x.
 func (w *headWatch) otherVersion() bool {
