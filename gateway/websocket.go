@@ -147,7 +147,9 @@ func (g *Gateway) wsHandshake(rt *route, obs *observation, head func(host string
 // head is head; limit, when above zero, bounds it all, else t's
 // response-header timeout bounds all but connecting; an answer other than
 // 101 keeps that bound for its body. Zero connect and response-header
-// timeouts are no bound, as for other requests.
+// timeouts are no bound, as for other requests. An answer with a field
+// name that is not a token fails with http1.ErrBadName (a 502), as on
+// every other path.
 func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Response, error) {
 	var deadline time.Time // zero: none
 	if limit > 0 {
@@ -179,6 +181,10 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 	if err == nil {
 		resp, err = http.ReadResponse(br, nil)
 	}
+	if err == nil && !tokenNames(resp.Header) {
+		resp.Body.Close()
+		err = http1.ErrBadName
+	}
 	if err != nil {
 		_ = conn.Close()
 		return nil, nil, err
@@ -189,6 +195,18 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 	// Else the deadline stays: a refusal's body, read whole (see
 	// wsRefusalBody), is bounded as the head was.
 	return &bufConn{Conn: conn, r: br}, resp, nil
+}
+
+// tokenNames reports whether every name in h is a token: net/http's
+// reader takes "X A" as a name (fasthttp's, on every other path, is
+// checked by http1.TokenNames).
+func tokenNames(h http.Header) bool {
+	for k := range h {
+		if !http1.Token([]byte(k)) {
+			return false
+		}
+	}
+	return true
 }
 
 // wsHandshakeFrom is what a handshake's upstream request is made of.
