@@ -92,7 +92,7 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 		}
 	}
 	cc, err := hc.AcquireConn(timeout, req.ConnectionClose())
-	for dirty := 0; err == nil && strayConn(cc); {
+	for dirty := 0; err == nil && strayConn(cc, tr.Head); {
 		if cc.LastUseTime().IsZero() { // a new connection
 			if dirty++; dirty > maxDirty {
 				break
