@@ -13,8 +13,11 @@ import (
 )
 
 // maxSharedBody is the largest response body that coalesced requests share.
-// A larger one fails every waiter with 502: coalescing is for small answers
-// that many clients ask for at once.
+// An answer whose Content-Length is larger is not shared: the first
+// request sends it itself, streamed, and the requests that joined its call
+// each make their own, as for a private answer. A body of unknown length
+// found larger fails every waiter with 502: coalescing is for small
+// answers that many clients ask for at once.
 const maxSharedBody = 8 << 20
 
 var errTooLargeToShare = &answerError{msg: "gateway: response too large to share between coalesced requests",
@@ -26,8 +29,9 @@ var errTooLargeToShare = &answerError{msg: "gateway: response too large to share
 //
 // The first request's answer goes to the requests that joined its call
 // unless sharedResponse.sharesWith refuses it: the answer is private
-// (Set-Cookie, Cache-Control private or no-store, Vary: * or X-Forwarded-*)
-// or varies by a header in which they differ. Each of those then runs the
+// (Set-Cookie, Cache-Control private or no-store, Vary: * or X-Forwarded-*),
+// its Content-Length is past maxSharedBody, or it varies by a header in
+// which they differ. Each of those then runs the
 // chain itself, once, as if it had not coalesced: a refused answer costs
 // one upstream call per request that was waiting for it, never more, and
 // requests that arrive later start a call of their own. The first request
@@ -87,8 +91,8 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 }
 
 // share reads resp, the answer to req, into a sharedResponse. A private
-// answer comes back with only private set, its body unread, for the first
-// request to send itself.
+// answer, or one too long to share by its Content-Length, comes back with
+// only private set, its body unread, for the first request to send itself.
 func share(resp *fasthttp.Response, req *fasthttp.RequestHeader) (*sharedResponse, error) {
 	sr := &sharedResponse{status: resp.StatusCode()}
 	conn := resp.Header.Peek("Connection")
@@ -98,7 +102,7 @@ func share(resp *fasthttp.Response, req *fasthttp.RequestHeader) (*sharedRespons
 			sr.headers = append(sr.headers, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 		}
 	}
-	if sr.private {
+	if sr.private || (resp.BodyStream() != nil && resp.Header.ContentLength() > maxSharedBody) {
 		return &sharedResponse{private: true}, nil
 	}
 	sr.keepVaried(req)

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -106,6 +107,100 @@ func TestCoalescingKeepsCallersApart(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestCoalescingKeepsConditionsApart sends a conditional or partial GET
+// and, while it is at the upstream, the same GET without its condition
+// (or with another): the upstream answers the first 304, 412 or 206, and
+// the second must get its own answer, the whole body. (They joined one
+// call: a client that asked for the whole got a 304 without a body or
+// another client's range.)
+func TestCoalescingKeepsConditionsApart(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		first http.Header
+		code  int         // the first request's answer
+		other http.Header // the second request's headers
+		want  string      // its answer: 200 "whole", else 206 with the range as body
+	}{
+		{"if-none-match", http.Header{"If-None-Match": {`"v1"`}}, 304, nil, ""},
+		{"if-none-match-underscore", http.Header{"If_none_match": {`"v1"`}}, 304, nil, ""},
+		{"if-modified-since", http.Header{"If-Modified-Since": {"Wed, 01 Jan 2025 00:00:00 GMT"}}, 304, nil, ""},
+		{"if-match", http.Header{"If-Match": {`"v0"`}}, 412, nil, ""},
+		{"if-unmodified-since", http.Header{"If-Unmodified-Since": {"Wed, 01 Jan 2020 00:00:00 GMT"}}, 412, nil, ""},
+		{"range", http.Header{"Range": {"bytes=0-1"}}, 206, nil, ""},
+		{"other-range", http.Header{"Range": {"bytes=0-1"}}, 206, http.Header{"Range": {"bytes=2-3"}}, "bytes=2-3"},
+		{"if-range", http.Header{"Range": {"bytes=0-1"}, "If-Range": {`"v1"`}}, 206, http.Header{"Range": {"bytes=0-1"}, "If-Range": {`"v0"`}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			forEngines(t, func(t *testing.T, engine string) {
+				g := newGate(2)
+				up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+					g.wait(r)
+					w.Header().Set("ETag", `"v1"`)
+					w.Header().Set("Last-Modified", "Tue, 01 Jan 2019 00:00:00 GMT")
+					// A condition, under any name a CGI-style server reads
+					// as it, makes the answer one the whole body is not.
+					for k := range r.Header {
+						if name := strings.ReplaceAll(http.CanonicalHeaderKey(k), "_", "-"); strings.HasPrefix(name, "If-") && name != "If-Range" {
+							w.WriteHeader(tt.code)
+							return
+						}
+					}
+					rg := r.Header.Get("Range")
+					if ir := r.Header.Get("If-Range"); rg == "" || (ir != "" && ir != `"v1"`) {
+						io.WriteString(w, "whole")
+						return
+					}
+					w.Header().Set("Content-Range", strings.Replace(rg, "=", " ", 1)+"/5")
+					w.WriteHeader(206)
+					io.WriteString(w, rg)
+				})
+				gw := startCoalescing(t, engine, up, "")
+				rs := sendOverlapping(t, gw, up, g, tt.first, tt.other)
+				if rs[0].Code != tt.code {
+					t.Errorf("first answer: %d %q, want %d", rs[0].Code, rs[0].Body, tt.code)
+				}
+				want, wantCode := "whole", 200
+				if tt.want != "" {
+					want, wantCode = tt.want, 206
+				}
+				if rs[1].Code != wantCode || rs[1].Body != want {
+					t.Errorf("second answer: %d %q, want %d %q", rs[1].Code, rs[1].Body, wantCode, want)
+				}
+				if n := up.calls.Load(); n != 2 {
+					t.Errorf("upstream called %d times, want 2", n)
+				}
+			})
+		})
+	}
+}
+
+// TestCoalescingLongAnswer sends two requests at once for an answer whose
+// Content-Length is past what coalesced requests share (8 MiB): each gets
+// the whole answer, the first its own call's, streamed, the second from a
+// call of its own. (Every request of the call got a 502: a coalescing
+// route could not serve such an answer at all.)
+func TestCoalescingLongAnswer(t *testing.T) {
+	const size = 8<<20 + 1
+	forEngines(t, func(t *testing.T, engine string) {
+		g := newGate(2)
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			g.wait(r)
+			w.Header().Set("Content-Length", fmt.Sprint(size))
+			w.Write(make([]byte, size))
+		})
+		gw := startCoalescing(t, engine, up, "")
+		rs := sendOverlapping(t, gw, up, g, nil, nil)
+		for i, r := range rs {
+			if r.Code != 200 || len(r.Body) != size {
+				t.Errorf("answer %d: %d, %d bytes, want 200 and %d", i+1, r.Code, len(r.Body), size)
+			}
+		}
+		if n := up.calls.Load(); n != 2 {
+			t.Errorf("upstream called %d times, want 2", n)
+		}
+	})
 }
 
 // TestCoalescingDoesNotSharePrivateAnswers sends two identical requests at

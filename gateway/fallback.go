@@ -25,7 +25,7 @@ func (lc *lifecycle) lastGoodKey(req *fasthttp.RequestHeader, limitKey string, h
 	if lc.flow.lastGood == nil || !req.IsGet() || hasBody {
 		return ""
 	}
-	return coalescingKey(req, limitKey, nil)
+	return requestKey(req, limitKey, nil)
 }
 
 // toFallbackUpstream sends a request whose call failed (with resp, the

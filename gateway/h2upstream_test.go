@@ -229,3 +229,38 @@ routes:
 		}
 	})
 }
+
+// TestHTTP2UpstreamBadStatus has an h2c upstream answer with a status
+// outside 200 to 599 (net/http's HTTP/2 client takes any number, and
+// skips interim answers itself): the client gets a 502, as from an
+// HTTP/1.1 target (TestBadStatusCode), and the next request is served.
+// (The status went out as it came.)
+func TestHTTP2UpstreamBadStatus(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		checkLeaks(t)
+		up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/odd" {
+				w.WriteHeader(600)
+			}
+			io.WriteString(w, "ok")
+		}))
+		up.Config.Protocols = new(http.Protocols)
+		up.Config.Protocols.SetUnencryptedHTTP2(true)
+		up.Start()
+		t.Cleanup(up.Close)
+		tg := startGateway(t, parseConfig(t, `
+server: {engine: %s}
+upstreams:
+  h2c: {targets: ["%s"], protocol: h2c}
+routes:
+  - {name: all, upstream: h2c}
+`, engine, up.URL))
+		c := newClient(t)
+		if r := get(t, c, tg.URL+"/odd"); r.Code != http.StatusBadGateway {
+			t.Errorf("status 600: %d %q, want 502", r.Code, r.Body)
+		}
+		if r := get(t, c, tg.URL+"/ok"); r.Code != http.StatusOK || r.Body != "ok" {
+			t.Errorf("next request: %d %q", r.Code, r.Body)
+		}
+	})
+}

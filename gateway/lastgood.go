@@ -17,8 +17,9 @@ import (
 // lastGood keeps the last good answer to each GET request of a route, for
 // its fallback (config.LastGood): at most maxEntries answers of at most
 // maxBytes in all, the least recently used dropped first, each given for
-// maxAge after it was received. Requests are told apart as coalesced ones
-// are (coalescingKey: credentials and the rate-limit key included), and an
+// maxAge after it was received. Requests are told apart by requestKey
+// (credentials and the rate-limit key included; not their conditions,
+// which a whole answer satisfies as a fallback), and an
 // answer is given only where it would be shared (sharedResponse.sharesWith:
 // the headers its Vary names). It is safe for concurrent use.
 type lastGood struct {

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"bytes"
+	"net/http"
 
 	"golang.org/x/net/http2/hpack"
 
@@ -16,8 +17,10 @@ const maxKeptStrings = 64
 
 // answerFields reads b, an HTTP/1.1 response the loops wrote, into
 // h.fields: its header fields with lower-case names, but the hop-by-hop
-// ones (RFC 9113 section 8.2.2); and returns its status code and body. It
-// reports false when b is not a response in plain form.
+// ones (RFC 9113 section 8.2.2) and the Content-Length of a 204 or a 304,
+// as net/http's HTTP/2 server leaves it out (a client of Go's reads such
+// an answer, without DATA, as cut short); and returns its status code and
+// body. It reports false when b is not a response in plain form.
 func (h *loopH2) answerFields(b []byte) (code int, body []byte, ok bool) {
 	hlen := bytes.Index(b, crlf2) + 4
 	if hlen < 4 {
@@ -28,8 +31,9 @@ func (h *loopH2) answerFields(b []byte) (code int, body []byte, ok bool) {
 		return 0, nil, false
 	}
 	h.fields = h.fields[:0]
+	bodiless := code == http.StatusNoContent || code == http.StatusNotModified
 	ok = http1.Headers(lines, func(name, value []byte) bool {
-		if !http1.IsHop(name, nil) {
+		if !http1.IsHop(name, nil) && !(bodiless && http1.EqualName(name, "Content-Length")) {
 			n := h.name(name)
 			h.fields = append(h.fields, hpack.HeaderField{Name: n, Value: h.value(n, value)})
 		}

@@ -225,6 +225,9 @@ func (up *upConn) traffic() gnet.Action {
 		if err := resp.Header.Read(up.l.reader(buf[:hlen])); err != nil {
 			return up.fail(err)
 		}
+		if !http1.TokenNames(resp.Header.All()) {
+			return up.fail(http1.ErrBadName)
+		}
 		resp.Header.SetProtocol(http11) // as readResponse does
 		code, cl := resp.StatusCode(), resp.Header.ContentLength()
 		up.interim++

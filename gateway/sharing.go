@@ -9,8 +9,8 @@ import (
 	"github.com/sluicehq/sluice/internal/http1"
 )
 
-// What coalesced requests may share: requests of different callers never
-// join one call (coalescingKey), and an answer meant for one caller, or for
+// What coalesced requests may share: requests of different callers, or
+// with different conditions, never join one call (coalescingKey), and an answer meant for one caller, or for
 // requests unlike the one at hand, is not given to the requests that joined
 // its call (sharedResponse.sharesWith).
 
@@ -25,15 +25,38 @@ var callerHeaders = []string{"Authorization", "Cookie", "X-Api-Key", "X-Auth-Tok
 // an answer; requests that differ in them do not coalesce either.
 var formHeaders = []string{"Accept", "Accept-Encoding"}
 
+// conditionHeaders are the request headers that make a request conditional
+// or ask for part of a representation (RFC 9110 sections 13.1 and 14.2):
+// the answer to one may be a 304, a 412 or a 206, which a request without
+// them, or with other values, must not get. Coalesced requests differ in
+// none of them; last good answers, always whole 2xx answers, are kept
+// whatever they say.
+var conditionHeaders = []string{"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range", "Range"}
+
 // coalescingKey identifies the requests that may share one upstream call:
-// same method, host and request target (path and query), same values of
+// those of the same requestKey with the same values of conditionHeaders,
+// read as appendValues reads them.
+func coalescingKey(req *fasthttp.RequestHeader, limitKey string, vary []string) string {
+	b := appendRequestKey(make([]byte, 0, 256), req, limitKey, vary)
+	for _, h := range conditionHeaders {
+		b = appendValues(b, req, h)
+	}
+	return string(b)
+}
+
+// requestKey identifies the requests that may get one answer: same method,
+// host and request target (path and query), same values of
 // callerHeaders, formHeaders and the route's own list (vary), each read
 // under every name a CGI-style server reads as it (see appendValues), and
-// the same rate-limit key (limitKey, "" when the route has no rate limit), which
-// names the caller as the route sees it. Every field is length-prefixed, so
-// that two different requests never have the same key.
-func coalescingKey(req *fasthttp.RequestHeader, limitKey string, vary []string) string {
-	b := make([]byte, 0, 256)
+// the same rate-limit key (limitKey, "" when the route has no rate limit),
+// which names the caller as the route sees it. Every field is
+// length-prefixed, so that two different requests never have the same key.
+func requestKey(req *fasthttp.RequestHeader, limitKey string, vary []string) string {
+	return string(appendRequestKey(make([]byte, 0, 256), req, limitKey, vary))
+}
+
+// appendRequestKey appends requestKey's key to b.
+func appendRequestKey(b []byte, req *fasthttp.RequestHeader, limitKey string, vary []string) []byte {
 	b = appendField(b, req.Method())
 	b = appendField(b, req.Host())
 	b = appendField(b, req.RequestURI())
@@ -53,7 +76,7 @@ func coalescingKey(req *fasthttp.RequestHeader, limitKey string, vary []string) 
 		b = append(b, h...)
 		b = appendValues(b, req, h)
 	}
-	return string(b)
+	return b
 }
 
 // appendField appends v to b, prefixed by its length.

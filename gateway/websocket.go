@@ -271,12 +271,14 @@ func wsSwitchingHead(resp *http.Response, rules *routeRules) []byte {
 }
 
 // wsRefusalBody reads the body of a target's answer other than 101 to a
-// handshake, whole, to pass it on: false when it cannot be read or is
-// longer than maxWebSocketRefusal (the client then gets a 502).
+// handshake, whole, to pass it on: false when it cannot be read, is
+// longer than maxWebSocketRefusal or its status is past 599 (invalid, as
+// on every other path: see http1.ErrBadStatus; the client then gets a
+// 502).
 func wsRefusalBody(resp *http.Response) ([]byte, bool) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWebSocketRefusal+1))
-	return body, err == nil && len(body) <= maxWebSocketRefusal
+	return body, err == nil && len(body) <= maxWebSocketRefusal && resp.StatusCode <= 599
 }
 
 // bufConn is a connection whose first bytes were read into r already.

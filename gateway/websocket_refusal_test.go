@@ -63,3 +63,46 @@ func TestWebSocketOverHTTP2RefusalBodyBounded(t *testing.T) {
 		}
 	})
 }
+
+// oddRefusalTarget answers every WebSocket handshake with a status past
+// 599.
+func oddRefusalTarget(t *testing.T) string {
+	up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		_, _ = c.Write([]byte("HTTP/1.1 600 Odd\r\nContent-Length: 2\r\n\r\nno"))
+	})
+	return up.addr
+}
+
+// TestWebSocketRefusalBadStatus has a target refuse a WebSocket handshake
+// with a status past 599: the client gets a 502, as for any answer with
+// such a status (TestBadStatusCode). (The status went out as it came.)
+func TestWebSocketRefusalBadStatus(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		gw := startGateway(t, parseConfig(t, refusalConfig, engine, oddRefusalTarget(t)))
+		res := exchangeRaw(t, gw.Addr, "GET /ws HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+			"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", 1)
+		if res[0].Code != http.StatusBadGateway {
+			t.Errorf("%d, want 502", res[0].Code)
+		}
+	})
+}
+
+// TestWebSocketOverHTTP2RefusalBadStatus is TestWebSocketRefusalBadStatus
+// with the handshake over HTTP/2.
+func TestWebSocketOverHTTP2RefusalBadStatus(t *testing.T) {
+	if !inXConnect(t) {
+		return
+	}
+	forEngines(t, func(t *testing.T, engine string) {
+		gw := startGateway(t, parseConfig(t, refusalConfig, engine, oddRefusalTarget(t)))
+		h := dialH2(t, gw.Addr)
+		h.headers(t, 1, false, ":method", "CONNECT", ":protocol", "websocket", ":scheme", "http", ":authority", "a.test",
+			":path", "/ws", "sec-websocket-version", "13")
+		if st, body := h.read(t, 1); st != "502" {
+			t.Errorf("%s %q, want 502", st, body)
+		}
+	})
+}

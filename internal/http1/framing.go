@@ -3,6 +3,7 @@ package http1
 import (
 	"bytes"
 	"errors"
+	"iter"
 	"net/http"
 	"strings"
 )
@@ -50,13 +51,16 @@ func Bodiless(head bool, code int) bool {
 // Interim reports whether a response head with status code, the n-th of
 // its request (from 1), is an interim response to skip. It fails with
 // ErrUnexpected101 for a 101 (only a request to upgrade may be answered so,
-// and the gateway forwards none: Upgrade is hop-by-hop) and with
-// ErrTooManyInterim for more than MaxInterim interim responses.
+// and the gateway forwards none: Upgrade is hop-by-hop), with ErrBadStatus
+// for a code outside 100 to 599, and with ErrTooManyInterim for more than
+// MaxInterim interim responses.
 func Interim(code, n int) (bool, error) {
 	switch {
 	case code == http.StatusSwitchingProtocols:
 		return false, ErrUnexpected101
-	case code < 100 || code >= 200:
+	case code < 100 || code > 599:
+		return false, ErrBadStatus
+	case code >= 200:
 		return false, nil
 	case n > MaxInterim:
 		return false, ErrTooManyInterim
@@ -68,6 +72,14 @@ func Interim(code, n int) (bool, error) {
 // a request that asked for no upgrade. Its text is the gateway's, as the
 // logs have it.
 var ErrUnexpected101 = errors.New("gateway: unexpected 101 response")
+
+// ErrBadStatus is the error of a response whose status code is outside
+// 100 to 599, which RFC 9110 section 15 makes invalid (a client is to take
+// it as a 5xx): a code below 100 ("099") is no status an HTTP/1.1 client
+// can read, and HTTP/2 servers refuse to send one past 599, so the client
+// gets the gateway's 502 on every protocol. Its text is the gateway's, as
+// the logs have it.
+var ErrBadStatus = errors.New("gateway: response status outside 100 to 599")
 
 // ErrTooManyInterim is the error of a response preceded by more than
 // MaxInterim interim responses. Its text is the gateway's, as the logs have
@@ -99,15 +111,40 @@ func BothFramings(b []byte) bool {
 		}
 		switch line[0] | 0x20 {
 		case 'c':
-			cl = cl || hasName(line, "content-length:")
+			cl = cl || hasName(line, "content-length")
 		case 't':
-			te = te || hasName(line, "transfer-encoding:")
+			te = te || hasName(line, "transfer-encoding")
 		}
 	}
 	return cl && te
 }
 
-// hasName reports whether line starts with name, in any case.
+// hasName reports whether line is a field named name (without its
+// colon), in any case, with or without spaces or tabs before the colon:
+// RFC 9112 section 5.1 has a proxy remove them from a response, as
+// fasthttp reads it.
 func hasName(line []byte, name string) bool {
-	return len(line) >= len(name) && strings.EqualFold(string(line[:len(name)]), name)
+	if len(line) < len(name) || !strings.EqualFold(string(line[:len(name)]), name) {
+		return false
+	}
+	rest := bytes.TrimLeft(line[len(name):], " \t")
+	return len(rest) > 0 && rest[0] == ':'
+}
+
+// ErrBadName is the error of a response with a field name that is not a
+// token (RFC 9110 section 5.1), "X A" say, which fasthttp reads as a name
+// (refusing the other characters): sent on, an HTTP/1.1 client reads one
+// field, or none, or refuses the response, and HTTP/2 cannot carry it. Its
+// text is the gateway's, as the logs have it.
+var ErrBadName = errors.New("gateway: response field name is not a token")
+
+// TokenNames reports whether every name of the fields all yields is a
+// token.
+func TokenNames(all iter.Seq2[[]byte, []byte]) bool {
+	for k := range all {
+		if !Token(k) {
+			return false
+		}
+	}
+	return true
 }

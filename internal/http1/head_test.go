@@ -174,6 +174,7 @@ func TestParseAndAppendResponse(t *testing.T) {
 		"short code":    "HTTP/1.1 20 OK\n\n",
 		"no space":      "HTTP/1.1 200OK\n\n",
 		"folded header": "HTTP/1.1 200 OK\nX: a\n b\n\n",
+		"204 length":    "HTTP/1.1 204 No Content\nContent-Length: 5\n\n",
 	} {
 		if ParseResponse(crlf(head), &h) {
 			t.Errorf("%s: taken as plain", name)

@@ -1,5 +1,7 @@
 package http1
 
+import "net/http"
+
 // Response is a response head read by ParseResponse; its slices point
 // into the bytes it was read from.
 type Response struct {
@@ -13,8 +15,9 @@ type Response struct {
 // ParseResponse reads b, a response head ending with its empty line, into
 // h. It reports false unless the response is in plain form: the version
 // HTTP/1.1, a final status (200 to 599), at most one Content-Length
-// (digits only) and one Connection, no Transfer-Encoding, and header lines
-// as ParseRequest wants them.
+// (digits only; none on a 204, which RFC 9110 section 8.6 forbids it, so
+// that the answer is not sent on as it came) and one Connection, no
+// Transfer-Encoding, and header lines as ParseRequest wants them.
 func ParseResponse(b []byte, h *Response) bool {
 	*h = Response{cl: -1}
 	var plain bool
@@ -28,7 +31,7 @@ func ParseResponse(b []byte, h *Response) bool {
 		case EqualName(name, "Content-Length"):
 			dup := h.cl >= 0
 			h.cl = ContentLength(value)
-			return !dup && h.cl >= 0
+			return !dup && h.cl >= 0 && h.code != http.StatusNoContent
 		case EqualName(name, "Connection"):
 			dup := connSeen
 			connSeen, h.connection = true, value

@@ -42,7 +42,8 @@ func h2Transport(u *config.Upstream, tc *tls.Config) *http.Transport {
 }
 
 // h2RoundTrip sends req to target t over tr, an h2 or h2c transport, and
-// reads the response into resp: its status and headers, and its body whole
+// reads the response into resp: its status (one outside 200 to 599 fails
+// with http1.ErrBadStatus) and headers, and its body whole
 // when it is at most http1.SmallBody long, else as a stream. The bounds are
 // RoundTrip's: the response's head must come by the trip's Head, the whole
 // exchange ends by its deadline, each wait between two reads of the body
@@ -84,6 +85,13 @@ func h2RoundTrip(tr *http.Transport, t *Target, req *fasthttp.Request, resp *fas
 			return fasthttp.ErrTimeout
 		}
 		return err
+	}
+	if hresp.StatusCode < 200 || hresp.StatusCode > 599 {
+		// Interim answers are the transport's to skip; what is left is no
+		// final status (net/http's client takes any number).
+		hresp.Body.Close()
+		cancel()
+		return http1.ErrBadStatus
 	}
 	resp.Reset()
 	resp.SetStatusCode(hresp.StatusCode)

@@ -22,7 +22,9 @@ var http11 = []byte("HTTP/1.1")
 // It is HostClient.Do with the body decided by its size, which a streaming
 // HostClient cannot do (it streams every body). Interim (1xx) responses
 // are skipped, http1.MaxInterim at most; a response with both a
-// Content-Length and a Transfer-Encoding is refused (ErrFraming). The
+// Content-Length and a Transfer-Encoding is refused (http1.ErrFraming),
+// and so is one with a field name that is not a token (http1.ErrBadName)
+// or a status outside 100 to 599 (http1.ErrBadStatus). The
 // response's protocol is always HTTP/1.1 and it gets no default
 // Content-Type. A timeout (tr's Head passed, or a network timeout) is
 // fasthttp.ErrTimeout, and a connection closed by the target is
@@ -31,9 +33,8 @@ var http11 = []byte("HTTP/1.1")
 // A pooled connection with bytes to read before the request is sent (the
 // target sent more than its last response: a body after a 204, unasked
 // data) or that the target has closed is closed and another taken, so that
-// stray bytes never reach another client; so is one that holds bytes after
-// the response it carried. (TLS connections are not checked before a
-// request: their records cannot be told apart without reading them.)
+// stray bytes never reach another client (over TLS too: see strayConn);
+// so is one that holds bytes after the response it carried.
 //
 // When a pooled connection turns out closed by the target before any byte
 // of the response (it closed an idle connection as the request went out),
@@ -88,7 +89,7 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 		}
 	}
 	cc, err := hc.AcquireConn(timeout, req.ConnectionClose())
-	for dirty := 0; err == nil && dirty < maxDirty && strayBytes(cc.Conn()); dirty++ {
+	for dirty := 0; err == nil && dirty < maxDirty && strayConn(cc); dirty++ {
 		hc.CloseConn(cc)
 		cc, err = hc.AcquireConn(timeout, req.ConnectionClose())
 	}
@@ -165,6 +166,9 @@ func readResponse(br *bufio.Reader, resp *fasthttp.Response, head bool) error {
 		}
 		if err := resp.Header.Read(br); err != nil {
 			return err
+		}
+		if !http1.TokenNames(resp.Header.All()) {
+			return http1.ErrBadName
 		}
 		// The answer to the client is the gateway's own message, in its
 		// version: an HTTP/1.0 status line on a body the gateway frames
