@@ -92,6 +92,7 @@ routes:
 		"server.grpc_idle_timeout":                   gatewayOnly(cfg.Server.GRPCIdleTimeout.D()),
 		"server.max_held_body_bytes":                 {strconv.Itoa(cfg.Server.MaxHeldBodyBytes), strconv.Itoa(cfg.Server.MaxHeldBodyBytes)},                                 // gateway only
 		"server.max_connections":                     {strconv.Itoa(cfg.Server.MaxConnections), strconv.Itoa(cfg.Server.MaxConnections)},                                     // gateway only
+		"server.max_connections_per_client":          {strconv.Itoa(cfg.Server.MaxConnectionsPerClient), strconv.Itoa(cfg.Server.MaxConnectionsPerClient)},                   // gateway only
 		"server.http2.max_websockets_per_connection": {strconv.Itoa(cfg.Server.HTTP2.MaxWebSocketsPerConnection), strconv.Itoa(cfg.Server.HTTP2.MaxWebSocketsPerConnection)}, // gateway only
 		"server.http2.loops":                         {strconv.FormatBool(cfg.Server.HTTP2.Loops), strconv.FormatBool(cfg.Server.HTTP2.Loops)},                               // gateway only
 		"rate_limit.ipv6_prefix":                     {strconv.Itoa(p.RateLimit.IPv6Prefix), strconv.Itoa(p.RateLimit.IPv6Prefix)},                                           // gateway only

@@ -154,7 +154,8 @@ type Redis struct {
 // slow-body clients.
 type Server struct {
 	// ReadHeaderTimeout bounds reading a request's headers, and a TLS
-	// handshake on the tls listener. Default 10s.
+	// handshake on the tls listener: a connection whose head has not come
+	// whole by then is closed without an answer. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// ReadTimeout bounds reading a whole request, body included, but for
 	// a gRPC call's, which its own deadline bounds (a stream may last).
@@ -207,8 +208,12 @@ type Server struct {
 	// more until one closes: new connections wait in the kernel's listen
 	// queue, as with nginx's worker_connections or HAProxy's maxconn, and
 	// a warning is logged (at most once a minute) and counted
-	// (sluice_connection_waits_total). A reload changes it for the
-	// connections accepted after; none is closed by a lower bound. 0
+	// (sluice_connection_waits_total). While it is reached, the
+	// connections idle between HTTP/1.1 requests (keep-alive) are
+	// closed, the oldest first and at most 32 at a time, to make room,
+	// as nginx does (sluice_connections_reclaimed_total). A reload
+	// changes it for the connections accepted after; none is closed by a
+	// lower bound but idle ones that make room. 0
 	// means no bound. Default 10000: each connection holds a file
 	// descriptor (two while it is handed between engines) and buffers
 	// (a read buffer of max_header_bytes, more for TLS and HTTP/2), so
@@ -217,6 +222,16 @@ type Server struct {
 	// while leaving room for the upstream connections; raise it with the
 	// limit and the memory.
 	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerClient bounds the connections one client holds
+	// open at once, counted as MaxConnections counts them: a connection
+	// accepted past it is closed at once, unanswered, and counted
+	// (sluice_connections_refused_total). A client is the TCP peer's
+	// address, never a header, an IPv6 one by its /64: every client
+	// behind one NAT, and every client of a proxy or load balancer in
+	// front of the gateway, is one client here, so set it above what
+	// such a front holds open. A reload changes it for the connections
+	// accepted after. 0 (the default) means no bound.
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
 	// ShutdownTimeout is how long graceful shutdown waits for requests in
 	// flight before closing them. Default 30s. WebSocket connections still
 	// open at its end get a close frame 1001 (going away) and are closed.

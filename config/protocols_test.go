@@ -47,6 +47,8 @@ func TestProtocolsRefused(t *testing.T) {
 			`server.max_held_body_bytes: cannot be negative`},
 		{"connections", base + "server: {max_connections: -1}\n", "-1",
 			`server.max_connections: cannot be negative`},
+		{"connections per client", base + "server: {max_connections_per_client: -1}\n", "-1",
+			`server.max_connections_per_client: cannot be negative`},
 		{"websockets per connection", base + "server: {http2: {max_websockets_per_connection: 0}}\n", "0}",
 			`server.http2.max_websockets_per_connection: want between 1 and 10000, got 0`},
 	}

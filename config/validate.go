@@ -198,6 +198,9 @@ func (v *validator) config(c *Config) {
 	if c.Server.MaxConnections < 0 {
 		v.at("server.max_connections", "cannot be negative")
 	}
+	if c.Server.MaxConnectionsPerClient < 0 {
+		v.at("server.max_connections_per_client", "cannot be negative")
+	}
 	for name, u := range c.Upstreams {
 		v.upstream("upstreams."+name, u)
 	}

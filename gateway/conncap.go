@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"container/list"
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,24 +40,42 @@ const connWarnEvery = time.Minute
 type connCap struct {
 	clock clock.Clock
 	log   *slog.Logger
+	// reclaim, when set, has client connections idle between requests
+	// closed, the oldest first, and returns how many (see
+	// Gateway.reclaimIdle).
+	reclaim func() int
 
-	mu      sync.Mutex // protects max, open, freed, stopped and warned
-	max     int        // 0: no bound
-	open    int
-	freed   chan struct{} // closed, and replaced, when a slot frees or max changes; nil until a wait asks
-	stopped bool
-	warned  time.Time // the last warning
-	byKind  [listenerKinds]atomic.Int64
-	waits   atomic.Uint64
+	mu        sync.Mutex // protects max, perClient, open, byClient, freed, waiting, stopped and warned
+	max       int        // 0: no bound
+	perClient int        // server.max_connections_per_client; 0: no bound
+	open      int
+	byClient  map[netip.Addr]int // the connections open by client (see clientOf)
+	freed     chan struct{}      // closed, and replaced, when a slot frees or max changes; nil until a wait asks
+	waiting   int                // the takes that wait for a slot
+	stopped   bool
+	warned    time.Time // the last warning
+	byKind    [listenerKinds]atomic.Int64
+	waits     atomic.Uint64
+	refused   atomic.Uint64 // connections closed at accept past perClient
+	reclaimed atomic.Uint64 // idle connections closed to make room (see reclaimIdle)
+	// pressed is set while a take waits and found no idle connection to
+	// close (and while it looks): the next connection that turns idle
+	// between requests gives its place (see claimPress).
+	pressed atomic.Bool
 }
 
-// setMax changes the bound to n (0: none); connections open past a
-// lower bound stay open, and no new one is served until they fall below
-// it.
-func (c *connCap) setMax(n int) {
+// reclaimBatch bounds the idle connections one take that finds every slot
+// held has closed at once, as nginx's ngx_drain_connections closes at
+// most 32 of its reusable connections (see Gateway.reclaimIdle).
+const reclaimBatch = 32
+
+// setBounds changes the bound to max (0: none) and the bound per client
+// to perClient (0: none); connections open past a lower bound stay open,
+// and no new one is served until they fall below it.
+func (c *connCap) setBounds(max, perClient int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.max = n
+	c.max, c.perClient = max, perClient
 	c.wake()
 }
 
@@ -68,15 +88,19 @@ func (c *connCap) wake() {
 }
 
 // take gives nc, a connection just accepted on a listener of kind
-// (listenerPlain, listenerTLS), a slot, once one is free; it returns nil
-// once stop was called, and nc is then closed.
+// (listenerPlain, listenerTLS), a slot, once one is free. While every
+// slot is held it has the connections idle longest between requests
+// closed (see Gateway.reclaimIdle), and waits for a slot to free. It returns nil, nc closed, once stop was called (see
+// stopping), or when nc's client holds perClient connections already.
 func (c *connCap) take(nc net.Conn, kind int) *connSlot {
+	client := clientOf(nc)
 	waited := false
 	c.mu.Lock()
-	for !c.stopped && c.max > 0 && c.open >= c.max {
+	for !c.stopped && !c.overClient(client) && c.max > 0 && c.open >= c.max {
 		warn, bound := false, c.max
 		if !waited {
 			waited = true
+			c.waiting++
 			c.waits.Add(1)
 			if now := c.clock.Now(); c.warned.IsZero() || now.Sub(c.warned) >= connWarnEvery {
 				c.warned, warn = now, true
@@ -88,28 +112,99 @@ func (c *connCap) take(nc net.Conn, kind int) *connSlot {
 		freed := c.freed
 		c.mu.Unlock()
 		if warn { // not under mu: the handler is the caller's
-			c.log.Warn("server.max_connections reached: new connections wait until one closes",
+			c.log.Warn("server.max_connections reached: idle connections are closed, and new connections wait until one closes",
 				"max_connections", bound)
+		}
+		// A connection that turns idle from now on gives its place,
+		// unless those idle already do.
+		c.pressed.Store(true)
+		if c.reclaim != nil && c.reclaim() > 0 {
+			c.pressed.CompareAndSwap(true, false)
 		}
 		<-freed
 		c.mu.Lock()
 	}
-	if c.stopped {
+	if waited {
+		if c.waiting--; c.waiting == 0 {
+			c.pressed.Store(false)
+		}
+	}
+	if c.stopped || c.overClient(client) {
+		over := !c.stopped
 		c.mu.Unlock()
+		if over {
+			c.refused.Add(1)
+		}
 		_ = nc.Close()
 		return nil
 	}
 	c.open++
+	if client.IsValid() {
+		if c.byClient == nil {
+			c.byClient = map[netip.Addr]int{}
+		}
+		c.byClient[client]++
+	}
 	c.mu.Unlock()
 	c.byKind[kind].Add(1)
-	return &connSlot{cap: c, kind: kind}
+	return &connSlot{cap: c, kind: kind, client: client}
 }
 
-// release frees a slot of kind.
-func (c *connCap) release(kind int) {
+// overClient reports whether client holds perClient connections already.
+// It requires c.mu.
+func (c *connCap) overClient(client netip.Addr) bool {
+	return c.perClient > 0 && client.IsValid() && c.byClient[client] >= c.perClient
+}
+
+// clientOf is the client nc's connections count under, for
+// server.max_connections_per_client: its TCP peer's address, an IPv6 one
+// by its /64 (the block a client is usually given, as rate limits key it
+// by default); the zero Addr when nc has no IP peer.
+func clientOf(nc net.Conn) netip.Addr {
+	a := netAddr(nc.RemoteAddr()).Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
+// claimPress reports, once per time a take began or went on waiting and
+// found no idle connection to close, that a connection turning idle
+// between requests is to be closed to make room (the caller closes the
+// oldest such one it has); a caller that closes none calls unclaimPress.
+func (c *connCap) claimPress() bool {
+	return c.pressed.Load() && c.pressed.CompareAndSwap(true, false)
+}
+
+// unclaimPress gives back a claim that closed nothing.
+func (c *connCap) unclaimPress() {
+	c.mu.Lock()
+	if c.waiting > 0 {
+		c.pressed.Store(true)
+	}
+	c.mu.Unlock()
+}
+
+// stopping reports whether stop was called.
+func (c *connCap) stopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}
+
+// release frees a slot of kind taken for client.
+func (c *connCap) release(kind int, client netip.Addr) {
 	c.byKind[kind].Add(-1)
 	c.mu.Lock()
 	c.open--
+	if client.IsValid() {
+		if n := c.byClient[client] - 1; n > 0 {
+			c.byClient[client] = n
+		} else {
+			delete(c.byClient, client)
+		}
+	}
 	c.wake()
 	c.mu.Unlock()
 }
@@ -141,13 +236,14 @@ func (c *connCap) opened() [listenerKinds]int64 {
 type connSlot struct {
 	cap      *connCap
 	kind     int
+	client   netip.Addr // see clientOf
 	released atomic.Bool
 }
 
 // release frees the slot, the first time only. A nil slot does nothing.
 func (s *connSlot) release() {
 	if s != nil && s.released.CompareAndSwap(false, true) {
-		s.cap.release(s.kind)
+		s.cap.release(s.kind, s.client)
 	}
 }
 
@@ -160,6 +256,11 @@ func (s *connSlot) release() {
 type countedConn struct {
 	net.Conn
 	slot atomic.Pointer[connSlot]
+	// idle is its place in the goroutine engine's idle connections
+	// while it waits for a request there; reclaiming is set once it was
+	// taken from them to close (see idleConns).
+	idle       *list.Element
+	reclaiming atomic.Bool
 }
 
 // counted returns nc holding slot, or nc itself when slot is nil.
@@ -235,16 +336,20 @@ type countedListener struct {
 	cap *connCap
 }
 
-// Accept returns the next connection once it holds a slot, and
+// Accept returns the next connection once it holds a slot (closing
+// those of clients past server.max_connections_per_client), and
 // net.ErrClosed once shutdown began.
 func (l countedListener) Accept() (net.Conn, error) {
-	nc, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if slot := l.cap.take(nc, listenerPlain); slot != nil {
+			return counted(nc, slot), nil
+		}
+		if l.cap.stopping() {
+			return nil, net.ErrClosed
+		}
 	}
-	slot := l.cap.take(nc, listenerPlain)
-	if slot == nil {
-		return nil, net.ErrClosed
-	}
-	return counted(nc, slot), nil
 }

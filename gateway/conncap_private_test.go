@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestConnCapWaitsAndWarns(t *testing.T) {
 	fc := clock.NewFake(time.Unix(1000, 0))
 	h := &countWarnings{}
 	c := &connCap{clock: fc, log: slog.New(h)}
-	c.setMax(1)
+	c.setBounds(1, 0)
 	a, _ := net.Pipe()
 	first := c.take(a, listenerTLS)
 	second := takeAsync(c)
@@ -110,5 +111,36 @@ func TestCountedConnReleasesOnce(t *testing.T) {
 	_ = nc.Close()
 	if got := c.opened()[listenerPlain]; got != 0 {
 		t.Errorf("open %d after closing twice, want 0", got)
+	}
+}
+
+// addrConn is a net.Conn whose peer is addr.
+type addrConn struct {
+	net.Conn
+	addr *net.TCPAddr
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return c.addr }
+
+// TestClientOf: server.max_connections_per_client counts an IPv6 client
+// by its /64 and an IPv4 one (mapped or not) by its address.
+func TestClientOf(t *testing.T) {
+	of := func(ip string) netip.Addr {
+		return clientOf(addrConn{addr: &net.TCPAddr{IP: net.ParseIP(ip), Port: 1}})
+	}
+	if a, b := of("2001:db8:1:2::1"), of("2001:db8:1:2:ffff::9"); a != b || a != netip.MustParseAddr("2001:db8:1:2::") {
+		t.Errorf("one /64: %v and %v", a, b)
+	}
+	if a, b := of("2001:db8:1:2::1"), of("2001:db8:1:3::1"); a == b {
+		t.Errorf("two /64s counted as one: %v", a)
+	}
+	if a, b := of("::ffff:192.0.2.1"), of("192.0.2.1"); a != b || a != netip.MustParseAddr("192.0.2.1") {
+		t.Errorf("IPv4: %v and %v", a, b)
+	}
+	p, q := net.Pipe()
+	defer p.Close()
+	defer q.Close()
+	if a := clientOf(p); a.IsValid() {
+		t.Errorf("no IP peer: %v", a)
 	}
 }

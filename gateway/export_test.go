@@ -62,3 +62,14 @@ func OpenSlots(g *Gateway) int64 {
 // ConnWaits returns how many connections g's listeners accepted past
 // server.max_connections and served only once another closed.
 func ConnWaits(g *Gateway) uint64 { return g.conns.waits.Load() }
+
+// IdleConns returns how many of g's client connections wait idle between
+// requests, as those it may close to make room under
+// server.max_connections (see Gateway.reclaimIdle).
+func IdleConns(g *Gateway) int {
+	n := g.idle.len()
+	if e := g.tls.loops.Load(); e != nil {
+		n += len(e.idleConns())
+	}
+	return n
+}

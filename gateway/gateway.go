@@ -126,6 +126,9 @@ type Gateway struct {
 	// conns bounds the client connections open at once
 	// (server.max_connections, conncap.go).
 	conns connCap
+	// idle are the goroutine engine's connections idle between
+	// requests, which conns has closed to make room (connidle.go).
+	idle idleConns
 
 	mu      sync.Mutex // serialises Apply; protects reload
 	reload  ReloadStatus
@@ -161,8 +164,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	st.version = 1
 	g.state.Store(st)
 	g.reload = ReloadStatus{At: time.Now(), OK: true, Version: 1}
-	g.conns.clock, g.conns.log = g.clock, g.log
-	g.conns.setMax(cfg.Server.MaxConnections)
+	g.conns.clock, g.conns.log, g.conns.reclaim = g.clock, g.log, g.reclaimIdle
+	g.idle.cap = &g.conns
+	g.conns.setBounds(cfg.Server.MaxConnections, cfg.Server.MaxConnectionsPerClient)
 	g.h2 = newH2Engine(g, cfg)
 	g.tls = newTLSMux(g)
 	g.metrics.Configured(g.reload.At)
@@ -182,7 +186,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		NoDefaultContentType:         true,
 		LazyRequestTime:              true, // the gateway times requests itself
 		CloseOnShutdown:              true,
-		ConnState:                    g.hijacks.connState,
+		ConnState:                    g.connState,
 		Logger:                       fasthttpLogger{g.log},
 	}
 	return g, nil
@@ -431,7 +435,7 @@ func (g *Gateway) Apply(cfg *config.Config) error {
 	}
 	st.version = old.version + 1
 	g.state.Store(st)
-	g.conns.setMax(cfg.Server.MaxConnections)
+	g.conns.setBounds(cfg.Server.MaxConnections, cfg.Server.MaxConnectionsPerClient)
 	old.close(st)
 	forgetRemoved(old, st)
 	g.reload = ReloadStatus{At: g.reload.At, OK: true, Version: st.version}

@@ -152,7 +152,7 @@ func (e *loopEngine) serve(ln net.Listener) error {
 		delay = 0
 		slot := e.g.conns.take(nc, listenerPlain)
 		if slot == nil {
-			continue // shutdown began: Accept fails once ln is closed
+			continue // refused, or shutdown began: Accept fails once ln is closed
 		}
 		e.enrollAccepted(nc, &clientConn{slot: slot, fresh: true})
 	}

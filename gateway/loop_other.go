@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"sync/atomic"
+	"time"
 )
 
 // loopsSupported reports whether this system has the event-loop engine.
@@ -27,3 +28,9 @@ func (*loopEngine) serve(net.Listener) error       { return errors.ErrUnsupporte
 func (*loopEngine) shutdown(context.Context) error { return nil }
 
 func (*loopEngine) serveTLS(*sockSwitch, *tls.Conn) bool { return false }
+
+// idleOnLoop is a connection idle on a loop: there are none.
+type idleOnLoop struct{ deadline time.Time }
+
+func (*loopEngine) idleConns() []idleOnLoop { return nil }
+func (*loopEngine) mark([]idleOnLoop)       {}

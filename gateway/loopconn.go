@@ -100,6 +100,7 @@ type clientConn struct {
 	pollDelay  time.Duration // see poll
 	outLast    int           // the unsent bytes await saw last
 	outSince   time.Time     // when await last saw them fall; zero until it first looks
+	reclaim    bool          // to close if still idle, for server.max_connections (see loop.reclaim)
 }
 
 // loopRequest is the request in flight on a clientConn: its head and body,
@@ -170,6 +171,11 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 		cc.woken.Store(true)
 		_ = c.Wake(nil)
 	})
+	if cc.fresh && e.draining.Load() {
+		// Accepted as Shutdown began, after the loops closed their idle
+		// connections: serve closes it unless a request is here.
+		_ = c.Wake(nil)
+	}
 }
 
 // closed is the connection's end (err is why: io.EOF when the client
@@ -251,6 +257,11 @@ func (cc *clientConn) serve() gnet.Action {
 	c, e := cc.c, cc.l.e
 	if cc.woken.Swap(false) {
 		if a, done := cc.checkDeadline(); done {
+			return a
+		}
+	}
+	if cc.reclaim {
+		if a, done := cc.reclaimNow(); done {
 			return a
 		}
 	}
@@ -808,6 +819,8 @@ func (cc *clientConn) ready() {
 	}
 	if !cc.gone && (cc.closeNext || c.InboundBuffered() > 0) {
 		_ = c.Wake(nil) // close, or serve the next request already here
+	} else if cc.l.e.g.conns.pressed.Load() {
+		cc.l.reclaimOne()
 	}
 }
 

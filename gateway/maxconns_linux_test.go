@@ -32,7 +32,14 @@ type heldConn struct {
 // serve the connection), without reading its answer (see answered).
 func dialHeld(t *testing.T, addr string, ca *testpki.CA) *heldConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, waitLimit)
+	return dialHeldFrom(t, "127.0.0.1", addr, ca)
+}
+
+// dialHeldFrom is dialHeld from the loopback address from.
+func dialHeldFrom(t *testing.T, from, addr string, ca *testpki.CA) *heldConn {
+	t.Helper()
+	d := net.Dialer{Timeout: waitLimit, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +78,17 @@ func (h *heldConn) answered(t *testing.T) {
 	}
 }
 
+// hold sends the first line of a GET's head, and no more: the connection
+// is busy (its request arriving), not idle between requests, so it keeps
+// its place under server.max_connections while others wait (an idle one
+// would be closed to make room, see reclaim_linux_test.go).
+func (h *heldConn) hold(t *testing.T) {
+	t.Helper()
+	if _, err := io.WriteString(h, "GET /x HTTP/1.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // awaitOpen waits until n connections hold places under
 // server.max_connections.
 func awaitOpen(t *testing.T, gw *testGateway, n int64) {
@@ -90,13 +108,15 @@ func okUpstream(t *testing.T) *upstream {
 }
 
 // checkWaitsForSlot: with max_connections 2, two connections served and
-// kept open, a third is not served (its listener waits, and takes no
+// kept busy, a third is not served (its listener waits, and takes no
 // other) until one of the two closes; then it is, and the count falls to
 // zero once all close.
 func checkWaitsForSlot(t *testing.T, gw *testGateway, addr string, ca *testpki.CA) {
 	a, b := dialHeld(t, addr, ca), dialHeld(t, addr, ca)
 	a.answered(t)
 	b.answered(t)
+	a.hold(t)
+	b.hold(t)
 	awaitOpen(t, gw, 2)
 	c := dialHeld(t, addr, ca)
 	awaitWaits(t, gw, 1)
@@ -110,7 +130,7 @@ func checkWaitsForSlot(t *testing.T, gw *testGateway, addr string, ca *testpki.C
 	defer d.Close()
 	a.Close()
 	c.answered(t)
-	awaitOpen(t, gw, 2) // b and c; d waits
+	awaitOpen(t, gw, 2) // b and c; d waits, or took the place of c once c was idle
 	if w := gateway.ConnWaits(gw.Gateway); w != 2 {
 		t.Errorf("%d waits, want 2 (c's, then d's)", w)
 	}
@@ -145,6 +165,8 @@ func TestMaxConnectionsWaitTLS(t *testing.T) {
 		p, s := dialHeld(t, gw.Addr, nil), dialHeld(t, addr, ca)
 		p.answered(t)
 		s.answered(t)
+		p.hold(t)
+		s.hold(t)
 		c := dialHeld(t, addr, ca)
 		awaitWaits(t, gw, 3)
 		if m := gw.metricsText(t); !strings.Contains(m, `sluice_connections_open{listener="plain"} 1`) ||
@@ -339,6 +361,7 @@ func TestMaxConnectionsReload(t *testing.T) {
 		for _, c := range []*heldConn{a, b} {
 			io.WriteString(c, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
 			c.answered(t)
+			c.hold(t)
 		}
 		c := dialHeld(t, gw.Addr, nil)
 		awaitWaits(t, gw, 1)
@@ -361,8 +384,15 @@ func TestMaxConnectionsShutdownWhileWaiting(t *testing.T) {
 		ca := testpki.NewCA(t)
 		gw := tlsGateway(t, engine, "max_connections: 1", certList(ca.Server("localhost", "127.0.0.1")), okUpstream(t).URL)
 		addr := serveTLS(t, gw)
-		a := dialHeld(t, gw.Addr, nil)
-		a.answered(t)
+		// A connection that sent nothing yet holds the place: it is not
+		// idle between requests, which would give its place, and
+		// Shutdown closes it.
+		a, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		awaitOpen(t, gw, 1)
 		p, s := dialHeld(t, gw.Addr, nil), dialHeld(t, addr, ca)
 		awaitWaits(t, gw, 2)
 		gw.stop(t) // fails the test unless Shutdown and Serve return nil within waitLimit
@@ -433,7 +463,7 @@ func TestMaxConnectionsSilentConnection(t *testing.T) {
 					}
 					c = tlc
 				}
-				// The goroutine engine answers 408 first; the loops close.
+				// Both engines close it unanswered.
 				if got, err := io.ReadAll(c); errors.Is(err, os.ErrDeadlineExceeded) {
 					t.Fatalf("silent connection: %v after %q; want it closed by the gateway within read_header_timeout", err, got)
 				}

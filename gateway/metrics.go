@@ -14,7 +14,7 @@ func (g *Gateway) live() telemetry.Live {
 	st := g.state.Load()
 	l := telemetry.Live{Routes: make([]telemetry.RouteState, 0, len(st.routes)),
 		HeldBodyBytes: g.held.bytes.Load(), HeldBodyOverflows: g.held.overflows.Load(),
-		ConnectionWaits: g.conns.waits.Load()}
+		ConnectionWaits: g.conns.waits.Load(), ConnectionsReclaimed: g.conns.reclaimed.Load(), ConnectionsRefused: g.conns.refused.Load()}
 	for kind, n := range g.conns.opened() {
 		l.Listeners = append(l.Listeners, telemetry.ListenerState{Name: listenerNames[kind], Open: n})
 	}

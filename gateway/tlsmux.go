@@ -126,9 +126,12 @@ func (m *tlsMux) serve(ln net.Listener) error {
 		}
 		pause = 0
 		slot := m.g.conns.take(c, listenerTLS) // server.max_connections
-		if slot == nil {                       // shutdown; c is closed
+		if slot == nil {                       // c is closed
 			<-m.slots
-			return nil
+			if m.g.conns.stopping() {
+				return nil
+			}
+			continue // past server.max_connections_per_client
 		}
 		c = counted(c, slot)
 		m.mu.Lock()

@@ -23,9 +23,14 @@ type Live struct {
 	// Listeners are the client connections open now on each kind of
 	// listener; ConnectionWaits counts the connections a listener
 	// accepted past the gateway's bound on open connections, and served
-	// only once another closed.
-	Listeners       []ListenerState
-	ConnectionWaits uint64
+	// only once another closed; ConnectionsReclaimed the connections
+	// idle between requests closed to make room under that bound;
+	// ConnectionsRefused the connections closed at their accept because
+	// their client held its bound of connections already.
+	Listeners            []ListenerState
+	ConnectionWaits      uint64
+	ConnectionsReclaimed uint64
+	ConnectionsRefused   uint64
 }
 
 // ListenerState is the client connections open now on one kind of
@@ -116,7 +121,7 @@ type liveCollector struct {
 	retries, budgetRefused                             *prometheus.Desc
 	targetHealthy, targetBreaker, targetInFlight       *prometheus.Desc
 	heldBytes, heldOverflows                           *prometheus.Desc
-	connsOpen, connWaits                               *prometheus.Desc
+	connsOpen, connWaits, connReclaimed, connRefused   *prometheus.Desc
 	flow                                               flowDescs
 }
 
@@ -149,6 +154,10 @@ func newLiveCollector() *liveCollector {
 			"Client connections open now, from their accept until their socket is closed, by listener (plain, tls).", []string{"listener"}, nil),
 		connWaits: prometheus.NewDesc("sluice_connection_waits_total",
 			"Client connections a listener accepted while server.max_connections were open, and served only once one closed.", nil, nil),
+		connReclaimed: prometheus.NewDesc("sluice_connections_reclaimed_total",
+			"Client connections idle between HTTP/1.1 requests closed to make room while server.max_connections were open.", nil, nil),
+		connRefused: prometheus.NewDesc("sluice_connections_refused_total",
+			"Client connections closed at their accept because their client held server.max_connections_per_client connections already.", nil, nil),
 		flow: newFlowDescs(),
 	}
 }
@@ -156,7 +165,7 @@ func newLiveCollector() *liveCollector {
 // Describe implements prometheus.Collector.
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.routeInFlight, c.breakerState, c.concLimit, c.concQueued,
-		c.retries, c.budgetRefused, c.targetHealthy, c.targetBreaker, c.targetInFlight, c.heldBytes, c.heldOverflows, c.connsOpen, c.connWaits} {
+		c.retries, c.budgetRefused, c.targetHealthy, c.targetBreaker, c.targetInFlight, c.heldBytes, c.heldOverflows, c.connsOpen, c.connWaits, c.connReclaimed, c.connRefused} {
 		ch <- d
 	}
 	for _, d := range c.flow.all() {
@@ -208,6 +217,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.connsOpen, float64(ls.Open), ls.Name)
 	}
 	counter(c.connWaits, l.ConnectionWaits)
+	counter(c.connReclaimed, l.ConnectionsReclaimed)
+	counter(c.connRefused, l.ConnectionsRefused)
 }
 
 // stateSet sends one series per breaker state of d, the labels followed by
