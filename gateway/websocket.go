@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -211,7 +210,7 @@ func tokenNames(h http.Header) bool {
 
 // wsHandshakeFrom is what a handshake's upstream request is made of.
 type wsHandshakeFrom struct {
-	uri, host  []byte // the client's request target and Host
+	uri, host  []byte // the request target to send (see wsTarget) and the client's Host
 	headers    iter.Seq2[[]byte, []byte]
 	connection []byte // the client's Connection list
 	xff        []byte // the X-Forwarded-For to send
@@ -224,7 +223,7 @@ type wsHandshakeFrom struct {
 }
 
 // wsRequestHead is the handshake sent to the target at host: the client's
-// request line and the headers http1.Drop keeps (the Sec-WebSocket-* ones
+// request line (its target f.uri) and the headers http1.Drop keeps (the Sec-WebSocket-* ones
 // among them), Host naming the target (the client's with preserve_host), the
 // gateway's X-Forwarded-* and X-Request-Id, the trace context of span (the
 // attempt's; with tracing off, nil, and the client's passes), the route's
@@ -234,18 +233,10 @@ type wsHandshakeFrom struct {
 func wsRequestHead(f wsHandshakeFrom, host string, span *tracing.Attempt) []byte {
 	b := make([]byte, 0, 512)
 	b = append(b, "GET "...)
-	uri, rules := f.uri, f.rules
-	if rules != nil {
-		path, query := uri, []byte(nil)
-		if i := bytes.IndexByte(uri, '?'); i >= 0 {
-			path, query = uri[:i], uri[i:]
-		}
-		b = append(rules.appendPath(b, path), query...)
-		if rules.preserveHost {
-			host = string(f.host)
-		}
-	} else {
-		b = append(b, uri...)
+	b = append(b, f.uri...)
+	rules := f.rules
+	if rules != nil && rules.preserveHost {
+		host = string(f.host)
 	}
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, host...), "\r\n"...)
