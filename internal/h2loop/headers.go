@@ -19,6 +19,7 @@ type headerBlock struct {
 	id        uint32
 	endStream bool
 	trailers  bool
+	announced bool      // trailers of a request that announced some (a trailer field)
 	refuse    bool      // the stream is refused once the block is read
 	dropped   bool      // the stream came after GOAWAY: not served
 	open      bool      // its last frame has not come
@@ -52,7 +53,7 @@ func (c *Conn) headers(f *http2.HeadersFrame) {
 			return
 		}
 		s.trailing = true
-		c.hb.s, c.hb.trailers = s, true
+		c.hb.s, c.hb.trailers, c.hb.announced = s, true, announcesTrailers(s)
 	case id <= c.maxID:
 		if !c.gone.trailers(id) {
 			c.fail(http2.ErrCodeStreamClosed, "HEADERS on a closed stream")
@@ -134,7 +135,7 @@ func (c *Conn) emit(f hpack.HeaderField) {
 		hb.malformed = true
 		return
 	}
-	if hb.trailers && !validTrailer(f, hb.s) {
+	if hb.trailers && !validTrailer(f, hb) {
 		hb.malformed = true
 		return
 	}
@@ -144,19 +145,26 @@ func (c *Conn) emit(f hpack.HeaderField) {
 	hb.fields = append(hb.fields, f)
 }
 
-// validTrailer reports whether f may come in the trailers of s: in those
+// validTrailer reports whether f may come in the trailers of hb: in those
 // of a request that announced trailers (a trailer field), a field that a
 // trailer section may carry (httpguts.ValidTrailerHeader: no framing,
 // routing or connection-specific field), as net/http's HTTP/2 server
 // takes it, which resets the stream otherwise; any field in the trailers
 // of one that did not (that server drops them; see validField).
-func validTrailer(f hpack.HeaderField, s *Stream) bool {
+func validTrailer(f hpack.HeaderField, hb *headerBlock) bool {
+	return !hb.announced || httpguts.ValidTrailerHeader(textproto.CanonicalMIMEHeaderKey(f.Name))
+}
+
+// announcesTrailers reports whether s's request has a trailer field;
+// asked once per trailer block, not per field, so that a block's cost
+// stays linear in its fields.
+func announcesTrailers(s *Stream) bool {
 	for _, h := range s.Header {
 		if h.Name == "trailer" {
-			return httpguts.ValidTrailerHeader(textproto.CanonicalMIMEHeaderKey(f.Name))
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // validField reports whether f may come next in hb (RFC 9113 sections 8.2
