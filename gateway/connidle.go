@@ -36,9 +36,10 @@ var reclaimedBefore = time.Unix(1, 0)
 
 // connState follows fasthttp's connections between requests: an idle one
 // joins the list (and, when a take waits for a slot, the oldest one is
-// reclaimed), a busy, hijacked or closed one leaves it.
+// reclaimed), unless part of a TLS record has come (its next request is
+// arriving); a busy, hijacked or closed one leaves it.
 func (ic *idleConns) connState(c net.Conn, s fasthttp.ConnState) {
-	cc := countedOf(c)
+	cc, sw := countedOf(c)
 	if cc == nil {
 		return // no slot: not counted
 	}
@@ -47,7 +48,8 @@ func (ic *idleConns) connState(c net.Conn, s fasthttp.ConnState) {
 	}
 	ic.mu.Lock()
 	if s == fasthttp.StateIdle {
-		if cc.idle == nil {
+		// sw is read on the goroutine that serves c, as it reads it.
+		if cc.idle == nil && (sw == nil || !sw.arriving()) {
 			cc.idle = ic.list.PushBack(cc)
 		}
 	} else {
@@ -95,12 +97,14 @@ func (c *countedConn) Read(p []byte) (int, error) {
 }
 
 // countedOf returns the countedConn under c, a connection fasthttp
-// serves, through the gateway's wrappers; nil when there is none.
-func countedOf(c net.Conn) *countedConn {
+// serves, through the gateway's wrappers, and the sockSwitch under c's
+// TLS, if any; a nil countedConn when there is none.
+func countedOf(c net.Conn) (*countedConn, *sockSwitch) {
+	var sw *sockSwitch
 	for range 8 { // wrappers nest a few deep
 		switch v := c.(type) {
 		case *countedConn:
-			return v
+			return v, sw
 		case *sniffConn:
 			c = v.Conn
 		case *prefixConn:
@@ -110,12 +114,12 @@ func countedOf(c net.Conn) *countedConn {
 		case *tls.Conn:
 			c = v.NetConn()
 		case *sockSwitch:
-			c = v.raw
+			c, sw = v.raw, v
 		default:
-			return nil
+			return nil, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // reclaimIdle closes client connections idle between HTTP/1.1 requests,

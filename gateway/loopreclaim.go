@@ -98,7 +98,7 @@ func (cc *clientConn) reclaimable() bool {
 	if cc.state != stateIdle || !cc.served || cc.reading || cc.closeNext || cc.reclaim || cc.half != nil {
 		return false
 	}
-	if t := cc.tls; t != nil && (t.h2 || t.Conn.InboundBuffered() > 0 || len(t.sw.in) > 0) {
+	if t := cc.tls; t != nil && (t.h2 || t.Conn.InboundBuffered() > 0 || t.sw.arriving()) {
 		return false
 	}
 	return cc.c.InboundBuffered() == 0 && cc.c.OutboundBuffered() == 0
