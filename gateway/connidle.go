@@ -46,6 +46,7 @@ func (ic *idleConns) connState(c net.Conn, s fasthttp.ConnState) {
 	if s == fasthttp.StateClosed && cc.reclaiming.Load() {
 		ic.cap.reclaimed.Add(1)
 	}
+	survived := false
 	ic.mu.Lock()
 	if s == fasthttp.StateIdle {
 		// sw is read on the goroutine that serves c, as it reads it.
@@ -60,9 +61,13 @@ func (ic *idleConns) connState(c net.Conn, s fasthttp.ConnState) {
 		if cc.reclaiming.Swap(false) && s == fasthttp.StateActive {
 			// A request came from what was read already: its reads go on.
 			_ = cc.Conn.SetReadDeadline(time.Time{})
+			survived = true
 		}
 	}
 	ic.mu.Unlock()
+	if survived {
+		ic.cap.unclaimPress() // another connection gives its place
+	}
 	if s == fasthttp.StateIdle && ic.cap.pressed.Load() && ic.cap.claimPress() && ic.reclaim(1) == 0 {
 		ic.cap.unclaimPress()
 	}

@@ -56,14 +56,20 @@ func (e *loopEngine) idleConns() []idleOnLoop {
 }
 
 // mark has the connections of idle, found by idleConns, closed on their
-// loops if they are still idle then (see reclaimNow).
+// loops if they are still idle then (see reclaimNow); one still open but
+// no longer idle has another connection that turns idle give its place.
 func (e *loopEngine) mark(idle []idleOnLoop) {
 	for _, c := range idle {
 		e.execute(c.l, func() {
-			if _, ok := c.l.conns[c.cc]; ok && c.cc.reclaimable() {
-				c.cc.reclaim = true
-				_ = c.cc.c.Wake(nil)
+			if _, ok := c.l.conns[c.cc]; !ok {
+				return // closed: its place is free
 			}
+			if !c.cc.reclaimable() {
+				e.g.conns.unclaimPress()
+				return
+			}
+			c.cc.reclaim = true
+			_ = c.cc.c.Wake(nil)
 		})
 	}
 }

@@ -3,10 +3,13 @@ package gateway_test
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,4 +102,46 @@ func readOK(t *testing.T, br *bufio.Reader, what string) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%s: answer %d, want 200", what, resp.StatusCode)
 	}
+}
+
+// TestMaxConnectionsReclaimPipelined: a connection that turns idle while
+// a connection waits for a place, with its next request read already
+// (pipelined), serves that request; the place goes to the waiting
+// connection once it is idle with nothing read, rather than at its
+// idle_timeout, on both engines.
+func TestMaxConnectionsReclaimPipelined(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		release := make(chan struct{})
+		var calls atomic.Int64
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				<-release // the first request waits
+			}
+			io.WriteString(w, "ok")
+		})
+		gw := serverGateway(t, engine, "max_connections: 1, idle_timeout: 1h", up.URL)
+		a, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		_ = a.SetDeadline(time.Now().Add(waitLimit))
+		const get = "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"
+		if _, err := io.WriteString(a, get+get); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the first request upstream", func() bool { return calls.Load() == 1 })
+		other := dialHeld(t, gw.Addr, nil)
+		awaitWaits(t, gw, 1)
+		close(release)
+		br := bufio.NewReader(a)
+		readOK(t, br, "the first request")
+		readOK(t, br, "the pipelined request")
+		other.answered(t) // in a's place
+		if b, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read %q, %v; want the connection idle longest closed", b, err)
+		}
+		other.Close()
+		awaitOpen(t, gw, 0)
+	})
 }
