@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"container/list"
 	"crypto/tls"
 	"net"
 	"os"
@@ -18,16 +17,47 @@ import (
 // room under server.max_connections (see connCap.take). Its methods are
 // safe for concurrent use.
 type idleConns struct {
-	cap  *connCap
-	mu   sync.Mutex // protects list, and each countedConn's idle and reclaiming changes
-	list list.List  // of *countedConn
+	cap *connCap
+	mu  sync.Mutex // protects the list, and each countedConn's idle, prev, next and reclaiming changes
+	// The list, linked through its countedConns (no allocation per
+	// request): oldest the one idle longest, newest the last.
+	oldest, newest *countedConn
+	n              int
 }
 
 // len returns how many connections are idle.
 func (ic *idleConns) len() int {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
-	return ic.list.Len()
+	return ic.n
+}
+
+// push puts cc at the list's end. It requires ic.mu.
+func (ic *idleConns) push(cc *countedConn) {
+	cc.idle, cc.prev, cc.next = true, ic.newest, nil
+	if ic.newest != nil {
+		ic.newest.next = cc
+	} else {
+		ic.oldest = cc
+	}
+	ic.newest = cc
+	ic.n++
+}
+
+// remove takes cc, listed, out of the list. It requires ic.mu.
+func (ic *idleConns) remove(cc *countedConn) {
+	if cc.prev != nil {
+		cc.prev.next = cc.next
+	} else {
+		ic.oldest = cc.next
+	}
+	if cc.next != nil {
+		cc.next.prev = cc.prev
+	} else {
+		ic.newest = cc.prev
+	}
+	cc.idle, cc.prev, cc.next = false, nil, nil
+	ic.n--
 }
 
 // reclaimedBefore is the read deadline that ends a reclaimed connection's
@@ -50,13 +80,12 @@ func (ic *idleConns) connState(c net.Conn, s fasthttp.ConnState) {
 	ic.mu.Lock()
 	if s == fasthttp.StateIdle {
 		// sw is read on the goroutine that serves c, as it reads it.
-		if cc.idle == nil && (sw == nil || !sw.arriving()) {
-			cc.idle = ic.list.PushBack(cc)
+		if !cc.idle && (sw == nil || !sw.arriving()) {
+			ic.push(cc)
 		}
 	} else {
-		if cc.idle != nil {
-			ic.list.Remove(cc.idle)
-			cc.idle = nil
+		if cc.idle {
+			ic.remove(cc)
 		}
 		if cc.reclaiming.Swap(false) && s == fasthttp.StateActive {
 			// A request came from what was read already: its reads go on.
@@ -83,9 +112,9 @@ func (ic *idleConns) reclaim(n int) int {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	k := 0
-	for ; k < n && ic.list.Len() > 0; k++ {
-		cc := ic.list.Remove(ic.list.Front()).(*countedConn)
-		cc.idle = nil
+	for ; k < n && ic.oldest != nil; k++ {
+		cc := ic.oldest
+		ic.remove(cc)
 		cc.reclaiming.Store(true)
 		_ = cc.Conn.SetReadDeadline(reclaimedBefore) // ends a read under way
 	}
