@@ -97,14 +97,14 @@ func (l *loop) reclaimOne() {
 }
 
 // reclaimable reports whether the connection waits for its next HTTP/1.1
-// request (it has served one), with nothing of one arrived (not a byte,
-// nor a TLS record's) and its last answer all sent: closing it cuts
-// nothing.
+// request (it has served one, on the loop or, back from a goroutine, on
+// it), with nothing of one arrived (not a byte, nor a TLS record's) and
+// its last answer all sent: closing it cuts nothing.
 func (cc *clientConn) reclaimable() bool {
-	if cc.state != stateIdle || !cc.served || cc.reading || cc.closeNext || cc.reclaim || cc.half != nil {
+	if cc.state != stateIdle || (cc.fresh && !cc.served) || cc.reading || cc.closeNext || cc.reclaim || cc.half != nil {
 		return false
 	}
-	if t := cc.tls; t != nil && (t.h2 || t.Conn.InboundBuffered() > 0 || t.sw.arriving()) {
+	if t := cc.tls; t != nil && (t.h2 || t.Conn.InboundBuffered() > 0 || t.sw.held || t.sw.arriving()) {
 		return false
 	}
 	return cc.c.InboundBuffered() == 0 && cc.c.OutboundBuffered() == 0

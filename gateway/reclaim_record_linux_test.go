@@ -145,3 +145,25 @@ func TestMaxConnectionsReclaimPipelined(t *testing.T) {
 		awaitOpen(t, gw, 0)
 	})
 }
+
+// TestMaxConnectionsReclaimAfterStream: a connection idle after an
+// answer streamed to it (on the loops, from a goroutine, and back on its
+// loop) is closed to make room as any idle one, on both engines.
+func TestMaxConnectionsReclaimAfterStream(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "ok")
+			w.(http.Flusher).Flush() // chunked: streamed
+		})
+		gw := serverGateway(t, engine, "max_connections: 1, idle_timeout: 1h", up.URL)
+		a := dialHeld(t, gw.Addr, nil)
+		a.answered(t)
+		awaitIdle(t, gw, 1)
+		other := dialHeld(t, gw.Addr, nil)
+		other.answered(t)
+		a.closedByGateway(t, "the connection idle after its stream")
+		wantMetric(t, gw, "sluice_connections_reclaimed_total 1")
+		other.Close()
+		awaitOpen(t, gw, 0)
+	})
+}
