@@ -154,7 +154,8 @@ type Redis struct {
 // slow-body clients.
 type Server struct {
 	// ReadHeaderTimeout bounds reading a request's headers, and a TLS
-	// handshake on the tls listener. Default 10s.
+	// handshake on the tls listener: a connection whose head has not come
+	// whole by then is closed without an answer. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// ReadTimeout bounds reading a whole request, body included, but for
 	// a gRPC call's, which its own deadline bounds (a stream may last).
@@ -468,7 +469,8 @@ type HeaderRules struct {
 // tab and no space at either end. The framing and hop-by-hop headers
 // (Content-Length, Transfer-Encoding, Host, Connection, Keep-Alive,
 // Proxy-Connection, TE, Trailer, Upgrade) are the gateway's to write and
-// cannot be named (preserve_host chooses the Host), nor can a response's
+// cannot be named, by a request's rules with '_' for '-' neither
+// (Content_Length; preserve_host chooses the Host), nor can a response's
 // Date; on a route with a rate limit, the RateLimit and RateLimit-Policy
 // headers of every answer are the limit's, whatever the rules say.
 type HeaderEdit struct {

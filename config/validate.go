@@ -277,14 +277,21 @@ func isPathChar(c byte) bool {
 var reservedHeaders = []string{"Content-Length", "Transfer-Encoding", "Host", "Connection", "Keep-Alive",
 	"Proxy-Connection", "Te", "Trailer", "Upgrade"}
 
-// headerEdit checks a route's header rules for one direction.
+// cgiName reports whether name n is r with '_' for '-', which a request
+// rule's name matches (CGI-style servers read them as one).
+func cgiName(r, n string) bool {
+	return strings.EqualFold(r, strings.ReplaceAll(n, "_", "-"))
+}
+
+// headerEdit checks a route's header rules for one direction: a request
+// rule's names are read with '_' as '-' (see HeaderEdit).
 func (v *validator) headerEdit(path string, e *HeaderEdit) {
 	response := strings.HasSuffix(path, ".response")
 	name := func(p, n string) {
 		switch {
 		case !isToken(n):
 			v.at(p, "%q is not a header name (RFC 9110 token: letters, digits and !#$%%&'*+-.^_`|~)", n)
-		case slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, n) }):
+		case slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, n) || !response && cgiName(r, n) }):
 			v.at(p, "%s is a framing or hop-by-hop header, which the gateway writes itself", n)
 		case response && strings.EqualFold(n, "Date"):
 			v.at(p, "a response's Date is the gateway's (the time it leaves)")

@@ -180,9 +180,10 @@ func (g *Gateway) reclaimIdle() int {
 	return done
 }
 
-// connState is the goroutine engine's ConnState (see idleConns and
-// hijacks).
+// connState is the goroutine engine's ConnState (see watchHeads,
+// idleConns and hijacks).
 func (g *Gateway) connState(c net.Conn, s fasthttp.ConnState) {
+	watchHeads(c, s)
 	g.idle.connState(c, s)
 	g.hijacks.connState(c, s)
 }

@@ -124,17 +124,16 @@ routes:
 	})
 }
 
-// TestBareLFHeadRefusedAtOnce: on the loops, a request head with a line
-// ending in LF alone gets its 400 as soon as the line is in, before the
-// head ends, and reaches no upstream. (The loops handed it to the
-// goroutine engine, whose fasthttp waits for the CRLF CRLF that ends a
-// head: the 400 came at server.read_header_timeout. The goroutine engine
-// still answers so: see docs/hostile-input.md.)
+// TestBareLFHeadRefusedAtOnce: a request head with a line ending in LF
+// alone gets its 400 as soon as the line is in, before the head ends,
+// and reaches no upstream; so does one after a request served on the
+// same connection, whose body's bare LFs are no head's. (The loops
+// handed it to the goroutine engine, whose fasthttp waits for the CRLF
+// CRLF that ends a head: the 400 came at server.read_header_timeout, as
+// it came on the goroutine engine until its reads looked for bare LFs in
+// heads, see headWatch.)
 func TestBareLFHeadRefusedAtOnce(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		if engine != "loop" {
-			t.Skip("fasthttp waits for the head's end (docs/hostile-input.md)")
-		}
 		u := startRecordingUpstream(t)
 		gw := serverGateway(t, engine, "read_header_timeout: 1h", "http://"+u.Addr)
 		for _, head := range []string{"GET / HTTP/1.1\nHost: x\n\n", "GET / HTTP/1.1\r\nHost: x\r\n\n", "GET / HTTP/1.1\r\nHost: x\nX-A: b", "GET /\n"} {
@@ -146,18 +145,36 @@ func TestBareLFHeadRefusedAtOnce(t *testing.T) {
 		if n := u.count(); n != 0 {
 			t.Errorf("the upstream read %d requests", n)
 		}
+		conn, br := dialClient(t, gw.Addr)
+		for i, c := range []struct {
+			req  string
+			want int
+		}{
+			{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\na\nb\n", 200},
+			{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 200},
+			{"GET / HTTP/1.1\r\nHost: x\nX-A: b", 400},
+		} {
+			if _, err := io.WriteString(conn, c.req); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != c.want {
+				t.Fatalf("request %d on one connection: %v, %v; want %d", i, resp, err, c.want)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}
+		if n := u.count(); n != 2 {
+			t.Errorf("the upstream read %d requests, want 2", n)
+		}
 	})
 }
 
-// TestBareLFHeadInPieces: the loops look at each piece of a head as it
-// comes (http1.BareLFFrom): a bare LF in a later piece is refused at once,
+// TestBareLFHeadInPieces: both engines look at each piece of a head as it
+// comes (http1.BareLFFrom, http1.HeadScan): a bare LF in a later piece is refused at once,
 // and a CRLF split between two pieces is no bare LF. (The pause between
 // the pieces lets the loop read them apart; the test holds either way.)
 func TestBareLFHeadInPieces(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		if engine != "loop" {
-			t.Skip("fasthttp waits for the head's end (docs/hostile-input.md)")
-		}
 		u := startRecordingUpstream(t)
 		gw := serverGateway(t, engine, "read_header_timeout: 1h", "http://"+u.Addr)
 		for _, c := range []struct {
@@ -181,6 +198,30 @@ func TestBareLFHeadInPieces(t *testing.T) {
 				t.Errorf("%q: %v, %v; want %d", c.pieces, resp, err, c.want)
 			}
 			_ = conn.Close()
+		}
+	})
+}
+
+// TestStalledHeadClosedUnanswered: a connection whose head does not come
+// whole within server.read_header_timeout, none of it or part, is closed
+// without an answer on both engines, as nginx and net/http close it.
+// (The goroutine engine answered 408 to the first, 400 to the second.)
+func TestStalledHeadClosedUnanswered(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		u := startRecordingUpstream(t)
+		gw := serverGateway(t, engine, "read_header_timeout: 100ms", "http://"+u.Addr)
+		for _, sent := range []string{"", "GET / HTTP/1.1\r\nHost: x\r\n"} {
+			conn, _ := dialClient(t, gw.Addr)
+			_ = conn.SetDeadline(time.Now().Add(waitLimit))
+			if _, err := io.WriteString(conn, sent); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := io.ReadAll(conn); err != nil || len(got) != 0 {
+				t.Errorf("after %q: %q, %v; want the connection closed unanswered", sent, got, err)
+			}
+		}
+		if n := u.count(); n != 0 {
+			t.Errorf("the upstream read %d requests", n)
 		}
 	})
 }

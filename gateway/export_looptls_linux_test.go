@@ -10,9 +10,7 @@ import (
 // LoopTLSConns returns how many connections of g's TLS listeners its
 // event loops took, or 0 when no loops run.
 func LoopTLSConns(g *Gateway) uint64 {
-	g.mu.Lock()
-	e := g.loops
-	g.mu.Unlock()
+	e := loopEngineOf(g)
 	if e == nil {
 		return 0
 	}
@@ -22,9 +20,7 @@ func LoopTLSConns(g *Gateway) uint64 {
 // LoopHandovers returns how many connections g's event loops handed to
 // another engine, or 0 when no loops run.
 func LoopHandovers(g *Gateway) uint64 {
-	g.mu.Lock()
-	e := g.loops
-	g.mu.Unlock()
+	e := loopEngineOf(g)
 	if e == nil {
 		return 0
 	}
@@ -35,18 +31,11 @@ func LoopHandovers(g *Gateway) uint64 {
 // and the encrypted bytes they hold for them, not sent yet; it looks on
 // each loop, within limit.
 func LoopTLSOutbound(g *Gateway, limit time.Duration) (conns, out int, ok bool) {
-	g.mu.Lock()
-	e := g.loops
-	g.mu.Unlock()
+	e := loopEngineOf(g)
 	if e == nil {
 		return 0, 0, true
 	}
-	e.mu.Lock()
-	loops := make([]*loop, 0, len(e.loops))
-	for _, l := range e.loops {
-		loops = append(loops, l)
-	}
-	e.mu.Unlock()
+	loops := e.loopList()
 	type count struct{ conns, out int }
 	res := make(chan count, len(loops))
 	for _, l := range loops {

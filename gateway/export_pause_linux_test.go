@@ -15,18 +15,11 @@ import (
 // held within limit.
 func PauseLoops(t testing.TB, g *Gateway, limit time.Duration) (resume func()) {
 	t.Helper()
-	g.mu.Lock()
-	e := g.loops
-	g.mu.Unlock()
+	e := loopEngineOf(g)
 	if e == nil {
 		return func() {}
 	}
-	e.mu.Lock()
-	loops := make([]*loop, 0, len(e.loops))
-	for _, l := range e.loops {
-		loops = append(loops, l)
-	}
-	e.mu.Unlock()
+	loops := e.loopList()
 	release := make(chan struct{})
 	var once sync.Once
 	resume = func() { once.Do(func() { close(release) }) }

@@ -7,37 +7,42 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/internal/http1"
 )
 
 // fastError answers a request that fasthttp refuses before the gateway's
 // handler sees it (the server's ErrorHandler), with fasthttp's own status
 // codes and the gateway's JSON body: 431 header_too_large for a head over
 // server.max_header_bytes, 413 body_too_large for a body over
-// server.max_body_bytes, 408 request_timeout when no request came in
-// server.read_header_timeout, 400 bad_request for a head or body fasthttp
-// cannot read, or a head begun but not ended in that time (fasthttp cannot
-// tell it from one whose bare LF line ends it never finds: see
-// docs/hostile-input.md). fasthttp sends it and closes the connection:
-// at once after a timeout (the client is not sending), else after
-// lingering (lingerAtClose), as after the gateway's own refusals
-// (closeAfter): a client still sending its request would see a reset in
-// place of the answer.
+// server.max_body_bytes, 400 bad_request for a head or body fasthttp
+// cannot read, or one with a line ending in bare LF (see headWatch), 505
+// version_not_supported for a head of another version than HTTP/1.x with
+// a Transfer-Encoding (fasthttp refuses the field in a request not
+// HTTP/1.1; the handler refuses other such heads 505, see
+// http1.RefusedHead; known when the head was looked at, see headWatch).
+// fasthttp sends it and closes the connection after lingering
+// (lingerAtClose), as after the gateway's own refusals (closeAfter): a
+// client still sending its request would see a reset in place of the
+// answer. A connection whose head did not come whole within
+// server.read_header_timeout, none of it or part, is closed at once
+// without an answer, as the loops, nginx and net/http close it (the
+// client is not sending): fasthttp's answer finds the connection's write
+// deadline passed.
 func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
-	switch _, none := err.(*net.OpError); {
+	switch {
 	case errors.As(err, &small):
 		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "header_too_large", 0)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "body_too_large", 0)
+	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding) && otherVersion(ctx.Conn()):
+		writeError(ctx, fasthttp.StatusHTTPVersionNotSupported, http1.RefusalReason(fasthttp.StatusHTTPVersionNotSupported), 0)
 	case errors.As(err, &ne) && ne.Timeout():
 		// The read's own error when nothing came; wrapped by fasthttp
 		// when part of a head did.
-		if none {
-			writeError(ctx, fasthttp.StatusRequestTimeout, "request_timeout", 0)
-		} else {
-			writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
-		}
+		_ = ctx.Conn().SetWriteDeadline(time.Unix(1, 0))
 		return
 	default:
 		writeError(ctx, fasthttp.StatusBadRequest, "bad_request", 0)
@@ -47,6 +52,14 @@ func (g *Gateway) fastError(ctx *fasthttp.RequestCtx, err error) {
 	}); ok {
 		c.lingerAtClose(&g.lingers, g.state.Load().cfg.Server.WriteTimeout.D())
 	}
+}
+
+// otherVersion reports whether c, a connection of the goroutine engine,
+// is reading or has read a head of another version than HTTP/1.x (see
+// headWatch).
+func otherVersion(c net.Conn) bool {
+	w, ok := c.(interface{ otherVersion() bool })
+	return ok && w.otherVersion()
 }
 
 // closeLinger makes the next Close of the goroutine engine's connection

@@ -15,6 +15,7 @@ func BenchmarkServeHTTP2(b *testing.B) {
 	g := benchGateway(b, benchUpstream(b), "")
 	r := httptest.NewRequest(http.MethodGet, "https://example.com/", nil)
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
+	r.RequestURI = "/" // :path, as net/http's HTTP/2 server sets it
 	r.RemoteAddr = "127.0.0.1:40000"
 	w := &benchWriter{h: http.Header{}}
 	b.ReportAllocs()

@@ -101,11 +101,16 @@ type sniffConn struct {
 	// waiting for its first byte (closeIdleConns) while its reader sniffs.
 	gone atomic.Bool
 	closeLinger
+	headWatch
 }
 
 func (c *sniffConn) Read(p []byte) (int, error) {
+	if err := c.refused(); err != nil {
+		return 0, err
+	}
 	if c.sniffed {
-		return c.Conn.Read(p)
+		n, err := c.Conn.Read(p)
+		return c.read(p, n, err)
 	}
 	c.sniffed = true
 	n, err := c.Conn.Read(p)
@@ -115,7 +120,7 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 		n += m
 	}
 	if n < len(h2cPreface) || !isH2CPreface(p[:n]) {
-		return n, err
+		return c.read(p, n, err)
 	}
 	c.gone.Store(true)
 	c.h2.deliver(&prefixConn{Conn: c.Conn, prefix: bytes.Clone(p[:n])})

@@ -12,6 +12,7 @@ type prefixConn struct {
 	net.Conn
 	prefix []byte
 	closeLinger
+	headWatch // when the goroutine engine serves it
 }
 
 func (c *prefixConn) Close() error {
@@ -32,12 +33,16 @@ func (c *prefixConn) SyscallConn() (syscall.RawConn, error) {
 }
 
 func (c *prefixConn) Read(p []byte) (int, error) {
+	if err := c.refused(); err != nil {
+		return 0, err
+	}
 	if len(c.prefix) > 0 {
 		n := copy(p, c.prefix)
 		c.prefix = c.prefix[n:]
-		return n, nil
+		return c.read(p, n, nil)
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	return c.read(p, n, err)
 }
 
 // handoffListener gives the goroutine engine the connections the loops

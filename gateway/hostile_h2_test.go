@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testpki"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -457,15 +456,7 @@ func TestTLSHopByHopTrailerRefused(t *testing.T) {
 				return err == nil
 			})
 		})
-		ca := testpki.NewCA(t)
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, certList(ca.Server("localhost", "127.0.0.1")), up.addr))
+		tg, ca := caGateway(t, engine, "http://"+up.addr)
 		for i, tt := range []struct {
 			req  string
 			want int
@@ -551,27 +542,8 @@ routes:
 func TestHTTP2TargetWithSpaceRefused(t *testing.T) {
 	forH2Engines(t, func(t *testing.T, engine string) {
 		u := startWireUpstream(t, nil)
-		ca := testpki.NewCA(t)
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, certList(ca.Server("localhost", "127.0.0.1")), u.addr))
-		tlsAddr := serveTLS(t, tg)
-		for _, proto := range []string{"h2c", "h2"} {
-			var h *h2raw
-			if proto == "h2c" {
-				h = dialH2(t, tg.Addr)
-			} else {
-				tc, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"h2"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				h = newH2(t, tc)
-			}
+		tg, ca := caGateway(t, engine, "http://"+u.addr)
+		for proto, h := range h2Both(t, tg, serveTLS(t, tg), ca) {
 			before := len(u.requests())
 			for i, path := range []string{"/p?x y", "/p?x HTTP/1.1", "/p x", "/p?a#b c", "//p?x y"} {
 				id := uint32(1 + 2*i)

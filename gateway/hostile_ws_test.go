@@ -80,18 +80,10 @@ func TestWebSocketHandshakeOriginForm(t *testing.T) {
 	const handshake = "GET http://a.test/ws?q=1 HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
 	forH2Engines(t, func(t *testing.T, engine string) {
-		ca := testpki.NewCA(t)
 		u := startWireUpstream(t, func(int, seenRequest) string {
 			return "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
 		})
-		tg := startGateway(t, parseConfig(t, `
-server: {engine: %s}
-tls: {listen: 127.0.0.1:0, certificates: %s}
-upstreams:
-  up: {targets: ["http://%s"]}
-routes:
-  - {name: all, upstream: up}
-`, engine, certList(ca.Server("localhost", "127.0.0.1")), u.addr))
+		tg, ca := caGateway(t, engine, "http://"+u.addr)
 		tlsAddr := serveTLS(t, tg)
 		exchangeRaw(t, tg.Addr, handshake, 1)
 		tc, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})

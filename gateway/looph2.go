@@ -186,6 +186,11 @@ func (h *loopH2) idle() bool {
 	srv := &h.l.e.g.state.Load().cfg.Server
 	now := time.Now()
 	oldest := h.core.ExpireArriving(now.Add(-srv.ReadTimeout.D()))
+	if h.busy {
+		// Streams were open until now (those just reset among them): the
+		// idle time runs from their end, as flush would note it.
+		h.lastActive = now
+	}
 	if h.l.e.draining.Load() {
 		h.core.Shutdown()
 	}

@@ -72,13 +72,20 @@ func (w *bridgeWriter) Write(p []byte) (int, error) {
 		w.headLen += len(p) // as net/http's server counts it
 		return len(p), nil
 	}
-	w.buf = append(w.buf, p...)
-	if len(w.buf) >= bridgeChunk {
+	// A chunk at a time: p may be a body held once for many streams (a
+	// coalesced or last good answer), which a copy whole would hold again
+	// for each while its client keeps its window shut.
+	n := len(p)
+	for len(w.buf)+len(p) >= bridgeChunk {
+		k := bridgeChunk - len(w.buf)
+		w.buf = append(w.buf, p[:k]...)
+		p = p[k:]
 		if err := w.flush(false); err != nil {
-			return 0, err
+			return n - len(p) - k, err
 		}
 	}
-	return len(p), nil
+	w.buf = append(w.buf, p...)
+	return n, nil
 }
 
 // Flush sends what was written.

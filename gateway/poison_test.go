@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -202,6 +203,60 @@ func TestNoContentLengthOn304(t *testing.T) {
 		r, err := tryDo(c, "GET", gw.URL+"/same", nil, nil)
 		if err != nil || r.Code != 304 || r.Header.Get("ETag") != `"v1"` || r.Header.Get("Content-Length") != want {
 			t.Errorf("%d %v %v, want 304 with the ETag and Content-Length %q", r.Code, r.Header, err, want)
+		}
+	})
+}
+
+// TestPoolManyPoisoned has a target send bytes on every one of more idle
+// pooled connections than an attempt closes before it takes the next
+// (upstream's maxDirty, 4): the next request still gets its own answer.
+// (The connection taken after the fourth was used unchecked, and its
+// stray bytes read as the next client's answer.)
+func TestPoolManyPoisoned(t *testing.T) {
+	const conns = 8
+	forEngines(t, func(t *testing.T, engine string) {
+		g := newGate(conns)
+		speak := make(chan struct{})
+		var spoke sync.WaitGroup
+		spoke.Add(conns)
+		up := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+			serveRequests(c, br, func(r *http.Request) bool {
+				if r.URL.Path != "/first" {
+					_, err := io.WriteString(c, okAnswer)
+					return err == nil
+				}
+				g.arrived <- struct{}{}
+				<-g.release
+				if _, err := io.WriteString(c, okAnswer); err != nil {
+					return false
+				}
+				<-speak // once the gateway has pooled the connection
+				_, _ = io.WriteString(c, evil)
+				spoke.Done()
+				return true
+			})
+		})
+		gw := gatewayTo(t, engine, up.addr)
+		var wg sync.WaitGroup
+		for range conns {
+			wg.Go(func() {
+				c, br := dialClient(t, gw.Addr)
+				if resp, body, err := roundTripRaw(t, c, br, "GET", "/first"); err != nil || body != "ok" {
+					t.Errorf("first requests: %v %q %v", resp, body, err)
+				}
+			})
+		}
+		g.awaitArrivals(t, conns)
+		g.open()
+		wg.Wait()
+		close(speak)
+		spoke.Wait()
+		c, br := dialClient(t, gw.Addr) // another client
+		for i := range 3 {
+			resp, body, err := roundTripRaw(t, c, br, "GET", "/next")
+			if err != nil || resp.StatusCode != 200 || body != "ok" {
+				t.Fatalf("request %d after the stray bytes: %v %q %v, want 200 \"ok\"", i, resp, body, err)
+			}
 		}
 	})
 }

@@ -114,7 +114,7 @@ func (m *matcher) matches(req request) (ok, ambiguous bool) {
 }
 
 // paramless is a request read with another path: as another server reads
-// its path (see withoutParams and withSlashes).
+// its path (see otherReadings).
 type paramless struct {
 	request
 	path []byte
@@ -123,11 +123,31 @@ type paramless struct {
 func (p paramless) Path() []byte { return p.path }
 
 // otherReadings are the ways upstreams read a path otherwise than the
-// gateway routes it, each with the byte that has a path read so.
+// gateway routes it, each with what a path has for it to be read so (see
+// pathMarks).
 var otherReadings = [...]struct {
-	mark byte
-	read func(path []byte) []byte
-}{{';', withoutParams}, {'\\', withSlashes}}
+	marks int
+	read  func(path []byte) []byte
+}{{hasParams, withoutParams}, {hasBackslash, withSlashes}, {hasParams | hasBackslash, withoutParamsThenSlashes}}
+
+// The bytes that have a path read otherwise (see pathMarks).
+const (
+	hasParams    = 1 << iota // a ';'
+	hasBackslash             // a '\'
+)
+
+// pathMarks returns the marks of the bytes path has that other servers
+// read otherwise than the gateway does (see otherReadings).
+func pathMarks(path []byte) int {
+	m := 0
+	if bytes.IndexByte(path, ';') >= 0 {
+		m |= hasParams
+	}
+	if bytes.IndexByte(path, '\\') >= 0 {
+		m |= hasBackslash
+	}
+	return m
+}
 
 // withoutParams returns path with each segment's parameters (from a ';'
 // to the segment's end) removed, as servlet containers read a path
@@ -142,6 +162,28 @@ func withoutParams(path []byte) []byte { return resolve(path, true) }
 // it, segment parameters kept.
 func withSlashes(path []byte) []byte {
 	return resolve(bytes.ReplaceAll(path, []byte{'\\'}, slash), false)
+}
+
+// withoutParamsThenSlashes returns path as a servlet container that reads
+// backslashes as slashes (Tomcat with allowBackslash) reads it: segment
+// parameters removed first, each from its ';' to the next '/' (a '\\' in
+// them is theirs), then each '\\' a '/' and the path normalized
+// (/admin\x;\..\..\free/users is /admin/x/users there, and
+// /admin\x/users or /free/users read either way alone).
+func withoutParamsThenSlashes(path []byte) []byte {
+	out := make([]byte, 0, len(path))
+	for {
+		i := bytes.IndexByte(path, ';')
+		if i < 0 {
+			return withSlashes(append(out, path...))
+		}
+		out, path = append(out, path[:i]...), path[i:]
+		if j := bytes.IndexByte(path, '/'); j >= 0 {
+			path = path[j:]
+		} else {
+			path = nil
+		}
+	}
 }
 
 // resolve returns path normalized: empty and "." segments dropped, ".."

@@ -7,7 +7,13 @@ import "testing"
 // other servers on Windows read them), would choose another route is
 // refused (400 ambiguous_path), and that one they do not change is
 // served. /free\..\admin\users, raw or as %5C, went through the catch-all
-// route's policies to an upstream that serves it as /admin/users.
+// route's policies to an upstream that serves it as /admin/users. So is
+// a path that a servlet container reading backslashes as slashes (Tomcat
+// with allowBackslash) reads as another route's, its segment parameters
+// removed first, up to the next '/', backslashes and all:
+// /admin\x;\..\..\free/users, the catch-all's whichever of the two
+// readings is made alone, went through its policies to such an upstream,
+// which serves it as /admin/x/users.
 func TestBackslashesCannotBypassRoutes(t *testing.T) {
 	forEnginesAndProtos(t, func(t *testing.T, engine, proto string) {
 		up := startUpstream(t, "up", nil)
@@ -32,6 +38,8 @@ func TestBackslashesCannotBypassRoutes(t *testing.T) {
 			{`/admin/x%5C..%5Cusers`, 200},    // the admin route either way
 			{`/free%5Cx%5C..%5Cusers`, 200},   // the catch-all either way
 			{`/free/a%5Cb`, 200},
+			{`/admin%5Cx;%5C..%5C..%5Cfree/users`, 400}, // /admin/x/users, parameters first
+			{`/free/a;b%5Cc`, 200},                      // the catch-all every way
 		} {
 			r := do(t, c, "GET", gw.URL+s.path, nil, nil)
 			if r.Code != s.code {

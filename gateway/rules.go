@@ -186,9 +186,13 @@ var slash = []byte("/")
 // (/pub/%252e%252e/admin, matched as /pub/%2e%2e/admin) was decoded
 // twice, and went upstream as /admin. It is given the rewrite with each
 // '%' encoded, which it decodes to the rewrite (a normalized path that
-// normalizing leaves as it is).
+// normalizing leaves as it is); a path without one is given as it is.
 func setRewrittenPath(u *fasthttp.URI, r *routeRules) {
-	u.SetPathBytes(bytes.ReplaceAll(r.rewrite(u.Path()), percent, percentEncoded))
+	p := r.rewrite(u.Path())
+	if bytes.IndexByte(p, '%') >= 0 {
+		p = bytes.ReplaceAll(p, percent, percentEncoded)
+	}
+	u.SetPathBytes(p)
 }
 
 var percent, percentEncoded = []byte("%"), []byte("%25")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/testpki"
 )
 
 // forEnginesAndProtos runs test once on each engine (server.engine) over
@@ -49,6 +50,16 @@ func serverGateway(t testing.TB, engine, server, target string) *testGateway {
 func tlsGateway(t testing.TB, engine, server, certs, target string) *testGateway {
 	t.Helper()
 	return startGateway(t, oneRouteConfig(t, engine, server, "tls: {listen: 127.0.0.1:0, certificates: "+certs+"}", target))
+}
+
+// caGateway starts a gateway as tlsGateway does, on engine, with one
+// route to the target at the URL target, and a TLS listener whose
+// certificate (for localhost and 127.0.0.1) the CA returned signs: serve
+// it with serveTLS.
+func caGateway(t testing.TB, engine, target string) (*testGateway, *testpki.CA) {
+	t.Helper()
+	ca := testpki.NewCA(t)
+	return tlsGateway(t, engine, "", certList(ca.Server("localhost", "127.0.0.1")), target), ca
 }
 
 // oneRouteConfig is serverGateway's configuration, with the YAML line

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -33,16 +32,18 @@ type state struct {
 // route it is for: reasonAmbiguousHeader when a route cannot tell whether
 // it matches (see matcher.matches), reasonAmbiguousPath when the path as
 // another server reads it would choose another route: without its
-// segment parameters (see withoutParams), or with its backslashes as
-// slashes (see withSlashes). The reason is "" otherwise.
+// segment parameters (see withoutParams), with its backslashes as
+// slashes (see withSlashes), or both, its parameters first (see
+// withoutParamsThenSlashes). The reason is "" otherwise.
 func (s *state) route(req request) (*route, string) {
 	rt, ambiguous := s.firstRoute(req)
 	if ambiguous {
 		return nil, reasonAmbiguousHeader
 	}
 	p := req.Path()
+	marks := pathMarks(p)
 	for _, o := range otherReadings {
-		if bytes.IndexByte(p, o.mark) < 0 {
+		if marks&o.marks != o.marks {
 			continue
 		}
 		other, ambiguous := s.firstRoute(paramless{req, o.read(p)})

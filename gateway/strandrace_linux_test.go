@@ -5,43 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/clock"
 )
-
-// blackholeAddr returns a loopback address whose listener takes no more
-// connections (a full accept queue): a connect there waits for its
-// timeout. It skips t where the kernel refuses in place of dropping.
-func blackholeAddr(t *testing.T) string {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	for i := 0; i < 4; i++ {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err != nil {
-			return addr
-		}
-		t.Cleanup(func() { _ = c.Close() })
-	}
-	t.Skip("the kernel takes every connection")
-	return ""
-}
 
 // TestStrandedOnce, on the loop engine: a request whose connect was given
 // up (its route's timeout ended it) while the connect goes on, then the
@@ -51,7 +19,7 @@ func blackholeAddr(t *testing.T) string {
 // the client's connection alone. (Both freed it, from two goroutines: a
 // data race under -race, and a body's charge could be given back twice.)
 func TestStrandedOnce(t *testing.T) {
-	addr := blackholeAddr(t)
+	addr := fullBacklog(t)
 	fc := clock.NewFake(time.Time{})
 	gw := startGatewayClock(t, parseConfig(t, `
 server: {engine: loop}

@@ -23,6 +23,7 @@ type tlsConn struct {
 	ahead []byte
 	one   [1]byte
 	closeLinger
+	headWatch
 }
 
 func (c *tlsConn) Close() error {
@@ -33,12 +34,16 @@ func (c *tlsConn) Close() error {
 }
 
 func (c *tlsConn) Read(p []byte) (int, error) {
+	if err := c.refused(); err != nil {
+		return 0, err
+	}
 	if len(c.ahead) > 0 {
 		n := copy(p, c.ahead)
 		c.ahead = c.ahead[n:]
-		return n, nil
+		return c.read(p, n, nil)
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	return c.read(p, n, err)
 }
 
 // waitLeft reads from the connection until a byte comes (kept for Read:

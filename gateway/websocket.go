@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -147,7 +146,9 @@ func (g *Gateway) wsHandshake(rt *route, obs *observation, head func(host string
 // head is head; limit, when above zero, bounds it all, else t's
 // response-header timeout bounds all but connecting; an answer other than
 // 101 keeps that bound for its body. Zero connect and response-header
-// timeouts are no bound, as for other requests.
+// timeouts are no bound, as for other requests. An answer with a field
+// name that is not a token fails with http1.ErrBadName (a 502), as on
+// every other path.
 func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Response, error) {
 	var deadline time.Time // zero: none
 	if limit > 0 {
@@ -179,6 +180,10 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 	if err == nil {
 		resp, err = http.ReadResponse(br, nil)
 	}
+	if err == nil && !tokenNames(resp.Header) {
+		resp.Body.Close()
+		err = http1.ErrBadName
+	}
 	if err != nil {
 		_ = conn.Close()
 		return nil, nil, err
@@ -191,9 +196,21 @@ func wsExchange(t *target, limit time.Duration, head []byte) (net.Conn, *http.Re
 	return &bufConn{Conn: conn, r: br}, resp, nil
 }
 
+// tokenNames reports whether every name in h is a token: net/http's
+// reader takes "X A" as a name (fasthttp's, on every other path, is
+// checked by http1.TokenNames).
+func tokenNames(h http.Header) bool {
+	for k := range h {
+		if !http1.Token([]byte(k)) {
+			return false
+		}
+	}
+	return true
+}
+
 // wsHandshakeFrom is what a handshake's upstream request is made of.
 type wsHandshakeFrom struct {
-	uri, host  []byte // the client's request target and Host
+	uri, host  []byte // the request target to send (see wsTarget) and the client's Host
 	headers    iter.Seq2[[]byte, []byte]
 	connection []byte // the client's Connection list
 	xff        []byte // the X-Forwarded-For to send
@@ -206,7 +223,7 @@ type wsHandshakeFrom struct {
 }
 
 // wsRequestHead is the handshake sent to the target at host: the client's
-// request line and the headers http1.Drop keeps (the Sec-WebSocket-* ones
+// request line (its target f.uri) and the headers http1.Drop keeps (the Sec-WebSocket-* ones
 // among them), Host naming the target (the client's with preserve_host), the
 // gateway's X-Forwarded-* and X-Request-Id, the trace context of span (the
 // attempt's; with tracing off, nil, and the client's passes), the route's
@@ -216,18 +233,10 @@ type wsHandshakeFrom struct {
 func wsRequestHead(f wsHandshakeFrom, host string, span *tracing.Attempt) []byte {
 	b := make([]byte, 0, 512)
 	b = append(b, "GET "...)
-	uri, rules := f.uri, f.rules
-	if rules != nil {
-		path, query := uri, []byte(nil)
-		if i := bytes.IndexByte(uri, '?'); i >= 0 {
-			path, query = uri[:i], uri[i:]
-		}
-		b = append(rules.appendPath(b, path), query...)
-		if rules.preserveHost {
-			host = string(f.host)
-		}
-	} else {
-		b = append(b, uri...)
+	b = append(b, f.uri...)
+	rules := f.rules
+	if rules != nil && rules.preserveHost {
+		host = string(f.host)
 	}
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(append(b, host...), "\r\n"...)

@@ -45,7 +45,7 @@ func (g *Gateway) serveWebSocket(ctx *fasthttp.RequestCtx, rt *route, xff []byte
 	call, up, resp, err := g.wsOpen(rt, obs, func(host string, span *tracing.Attempt) []byte {
 		// The origin form, as other requests go upstream: an absolute
 		// form's host would outrank Host, which chose the route.
-		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), headers: h.All(),
+		return wsRequestHead(wsHandshakeFrom{uri: wsTarget(ctx.Request.URI(), rt.rules), host: h.Host(), headers: h.All(),
 			connection: http1.OneList(h.PeekAll("Connection")), xff: xff, fwdHost: fwdHost, fwdProto: fwdProto,
 			trusted: trusted, id: obs.id, rules: rt.rules}, host, span)
 	})
@@ -107,4 +107,18 @@ func wsPassRefusal(ctx *fasthttp.RequestCtx, resp *http.Response, rules *routeRu
 		return answer.UpstreamStatus
 	}
 	return ""
+}
+
+// wsTarget returns the request target a handshake for u goes upstream
+// with: u's, its path rewritten by the route's rules (nil: none) as other
+// requests' paths are (see setRewrittenPath), decoded, so that a
+// strip_prefix comes off whichever encoding the client chose.
+func wsTarget(u *fasthttp.URI, rules *routeRules) []byte {
+	if rules == nil {
+		return u.RequestURI()
+	}
+	var c fasthttp.URI
+	u.CopyTo(&c)
+	setRewrittenPath(&c, rules)
+	return c.RequestURI()
 }

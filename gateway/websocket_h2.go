@@ -115,7 +115,7 @@ func (g *Gateway) h2Handshake(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r
 	fwdHost, fwdProto := stdForwarded(r, st)
 	h := &ctx.Request.Header
 	call, up, resp, err := g.wsOpen(rt, o, func(host string, span *tracing.Attempt) []byte {
-		return wsRequestHead(wsHandshakeFrom{uri: ctx.Request.URI().RequestURI(), host: h.Host(), headers: h.All(),
+		return wsRequestHead(wsHandshakeFrom{uri: wsTarget(ctx.Request.URI(), rt.rules), host: h.Host(), headers: h.All(),
 			xff: xff, fwdHost: []byte(fwdHost), fwdProto: []byte(fwdProto), trusted: st.trusted.contains(stdPeer(r)),
 			id: o.id, rules: rt.rules}, host, span)
 	})

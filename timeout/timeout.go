@@ -123,9 +123,9 @@ type outcome struct {
 var errGoexit = errors.New("timeout: the protected function called runtime.Goexit")
 
 func (t *Timeout) runAsync(ctx context.Context, next sluice.Call) sluice.Result {
+	start := t.clock.Nanotime() // before the deadline's timer, which a clock may fire at once
 	tctx, cancel := t.clock.WithTimeout(ctx, t.d)
 	defer cancel()
-	start := t.clock.Nanotime()
 	done := make(chan outcome, 1) // buffered: an abandoned goroutine never blocks
 	go func() {
 		returned := false

@@ -1,6 +1,7 @@
 package h2loop
 
 import (
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -133,10 +134,29 @@ func (c *Conn) emit(f hpack.HeaderField) {
 		hb.malformed = true
 		return
 	}
+	if hb.trailers && !validTrailer(f, hb.s) {
+		hb.malformed = true
+		return
+	}
 	if hb.trailers && connectionSpecific(f) {
 		return // dropped: see validField
 	}
 	hb.fields = append(hb.fields, f)
+}
+
+// validTrailer reports whether f may come in the trailers of s: in those
+// of a request that announced trailers (a trailer field), a field that a
+// trailer section may carry (httpguts.ValidTrailerHeader: no framing,
+// routing or connection-specific field), as net/http's HTTP/2 server
+// takes it, which resets the stream otherwise; any field in the trailers
+// of one that did not (that server drops them; see validField).
+func validTrailer(f hpack.HeaderField, s *Stream) bool {
+	for _, h := range s.Header {
+		if h.Name == "trailer" {
+			return httpguts.ValidTrailerHeader(textproto.CanonicalMIMEHeaderKey(f.Name))
+		}
+	}
+	return true
 }
 
 // validField reports whether f may come next in hb (RFC 9113 sections 8.2
@@ -151,10 +171,12 @@ func (c *Conn) emit(f hpack.HeaderField) {
 // (section 8.2.2) make it malformed, but net/http's HTTP/2 server (or the
 // gateway behind it) answers it 400: it is kept, the block marked for the
 // handler to answer (see Stream.Malformed). In its trailers such a field
-// is valid and dropped (emit): the head and maybe the body have gone on
-// to the handler, and a stream reset there would leave it a body cut
-// short; net/http's HTTP/2 server drops trailers a request did not
-// announce, and the gateway never passes such a trailer field.
+// is valid and dropped (emit) when the request announced no trailers: the
+// head and maybe the body have gone on to the handler, and a stream reset
+// there would leave it a body cut short; net/http's HTTP/2 server drops
+// trailers a request did not announce, and the gateway never passes such
+// a trailer field. In the trailers of one that did, it resets the stream,
+// as on net/http's HTTP/2 server (see validTrailer).
 func validField(f hpack.HeaderField, hb *headerBlock) bool {
 	if f.IsPseudo() {
 		if hb.regular || hb.trailers {

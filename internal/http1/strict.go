@@ -60,7 +60,7 @@ func RefusedHead(method, target, proto, raw []byte) int {
 	if code := RefusedMethod(method); code != 0 {
 		return code
 	}
-	if len(proto) != len("HTTP/1.1") || string(proto[:7]) != "HTTP/1." || proto[7] < '0' || proto[7] > '9' {
+	if !IsHTTP1(proto) {
 		return http.StatusHTTPVersionNotSupported
 	}
 	if string(target) == "*" || !PercentEncoded(target) {

@@ -44,7 +44,8 @@ func h2Transport(u *config.Upstream, tc *tls.Config) *http.Transport {
 // h2RoundTrip sends req to target t over tr, an h2 or h2c transport, and
 // reads the response into resp: its status (one outside 200 to 599 fails
 // with http1.ErrBadStatus) and headers, and its body whole
-// when it is at most http1.SmallBody long, else as a stream. The bounds are
+// when it is at most http1.SmallBody long, else as a stream (none for a
+// HEAD, a 204 or a 304, whatever their Content-Length). The bounds are
 // RoundTrip's: the response's head must come by the trip's Head, the whole
 // exchange ends by its deadline, each wait between two reads of the body
 // is bounded by its wait, and its cut ends the exchange when the client
@@ -101,7 +102,9 @@ func h2RoundTrip(tr *http.Transport, t *Target, req *fasthttp.Request, resp *fas
 		}
 	}
 	body := &h2Body{body: hresp.Body, stall: stall, cancel: cancel}
-	if hreq.Method == http.MethodHead || hresp.ContentLength == 0 {
+	if http1.Bodiless(hreq.Method == http.MethodHead, hresp.StatusCode) || hresp.ContentLength == 0 {
+		// A 304's Content-Length is its representation's (RFC 9110
+		// section 8.6): there is no body to read, whatever it says.
 		body.Close()
 		resp.SkipBody = hreq.Method == http.MethodHead
 		return nil

@@ -77,8 +77,11 @@ func replayable(req *fasthttp.Request) bool {
 	return !req.IsBodyStream() && (http1.Idempotent(req.Header.Method()) || len(req.Header.Peek("Idempotency-Key")) > 0)
 }
 
-// maxDirty bounds how many pooled connections with stray bytes one
-// attempt closes before it dials a new one.
+// maxDirty bounds how many new connections with stray bytes (their
+// target spoke before the request) one attempt closes before it sends on
+// the next one all the same. Pooled connections with stray bytes are
+// closed however many there are: the pool holds a bounded number, and one
+// sent on would give its bytes to the request as its answer.
 const maxDirty = 4
 
 func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, tr *Trip) error {
@@ -89,7 +92,12 @@ func roundTripOnce(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthtt
 		}
 	}
 	cc, err := hc.AcquireConn(timeout, req.ConnectionClose())
-	for dirty := 0; err == nil && dirty < maxDirty && strayConn(cc); dirty++ {
+	for dirty := 0; err == nil && strayConn(cc, tr.Head); {
+		if cc.LastUseTime().IsZero() { // a new connection
+			if dirty++; dirty > maxDirty {
+				break
+			}
+		}
 		hc.CloseConn(cc)
 		cc, err = hc.AcquireConn(timeout, req.ConnectionClose())
 	}

@@ -15,11 +15,13 @@ import (
 // handshake, its session tickets, came before the first response) and
 // what the TLS layer holds already read, without waiting (a record that
 // came with the response's last). A TLS connection just made is not looked
-// into: its handshake's records may still be on their way.
+// into: its handshake's records may still be on their way. What crypto/tls
+// writes on reading a record (its answer to a KeyUpdate that asks for one)
+// is bounded by write, the request's own write deadline (zero: none).
 func strayConn(cc interface {
 	Conn() net.Conn
 	LastUseTime() time.Time
-}) bool {
+}, write time.Time) bool {
 	c := cc.Conn()
 	tc, ok := c.(*tls.Conn)
 	if !ok {
@@ -28,16 +30,18 @@ func strayConn(cc interface {
 	if cc.LastUseTime().IsZero() {
 		return false // never pooled: a new connection
 	}
-	return strayBytes(tc.NetConn()) || strayRecord(tc)
+	return strayBytes(tc.NetConn()) || strayRecord(tc, write)
 }
 
 // strayRecord reports whether tc gives data, or an error other than a
 // timeout (a close_notify alert: its end), to a read that does not wait:
 // its deadline is past, so only what tc holds already read is looked at.
 // A timeout leaves tc as it was; the caller sets the request's deadline
-// after.
-func strayRecord(tc *tls.Conn) bool {
-	if tc.SetReadDeadline(longAgo) != nil {
+// after. A KeyUpdate read so is answered under write: the deadline the
+// last request left would fail that answer once past, and crypto/tls
+// fails every later write on tc then (the request's).
+func strayRecord(tc *tls.Conn, write time.Time) bool {
+	if tc.SetReadDeadline(longAgo) != nil || tc.SetWriteDeadline(write) != nil {
 		return true
 	}
 	var b [1]byte
