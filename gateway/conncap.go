@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"container/list"
 	"errors"
 	"log/slog"
 	"net"
@@ -256,10 +255,12 @@ func (s *connSlot) release() {
 type countedConn struct {
 	net.Conn
 	slot atomic.Pointer[connSlot]
-	// idle is its place in the goroutine engine's idle connections
-	// while it waits for a request there; reclaiming is set once it was
-	// taken from them to close (see idleConns).
-	idle       *list.Element
+	// idle is set while it waits for a request among the goroutine
+	// engine's idle connections, between prev and next there;
+	// reclaiming is set once it was taken from them to close (see
+	// idleConns).
+	idle       bool
+	prev, next *countedConn
 	reclaiming atomic.Bool
 }
 

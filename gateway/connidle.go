@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"container/list"
 	"crypto/tls"
 	"net"
 	"os"
@@ -18,16 +17,47 @@ import (
 // room under server.max_connections (see connCap.take). Its methods are
 // safe for concurrent use.
 type idleConns struct {
-	cap  *connCap
-	mu   sync.Mutex // protects list, and each countedConn's idle and reclaiming changes
-	list list.List  // of *countedConn
+	cap *connCap
+	mu  sync.Mutex // protects the list, and each countedConn's idle, prev, next and reclaiming changes
+	// The list, linked through its countedConns (no allocation per
+	// request): oldest the one idle longest, newest the last.
+	oldest, newest *countedConn
+	n              int
 }
 
 // len returns how many connections are idle.
 func (ic *idleConns) len() int {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
-	return ic.list.Len()
+	return ic.n
+}
+
+// push puts cc at the list's end. It requires ic.mu.
+func (ic *idleConns) push(cc *countedConn) {
+	cc.idle, cc.prev, cc.next = true, ic.newest, nil
+	if ic.newest != nil {
+		ic.newest.next = cc
+	} else {
+		ic.oldest = cc
+	}
+	ic.newest = cc
+	ic.n++
+}
+
+// remove takes cc, listed, out of the list. It requires ic.mu.
+func (ic *idleConns) remove(cc *countedConn) {
+	if cc.prev != nil {
+		cc.prev.next = cc.next
+	} else {
+		ic.oldest = cc.next
+	}
+	if cc.next != nil {
+		cc.next.prev = cc.prev
+	} else {
+		ic.newest = cc.prev
+	}
+	cc.idle, cc.prev, cc.next = false, nil, nil
+	ic.n--
 }
 
 // reclaimedBefore is the read deadline that ends a reclaimed connection's
@@ -36,31 +66,37 @@ var reclaimedBefore = time.Unix(1, 0)
 
 // connState follows fasthttp's connections between requests: an idle one
 // joins the list (and, when a take waits for a slot, the oldest one is
-// reclaimed), a busy, hijacked or closed one leaves it.
+// reclaimed), unless part of a TLS record has come (its next request is
+// arriving); a busy, hijacked or closed one leaves it.
 func (ic *idleConns) connState(c net.Conn, s fasthttp.ConnState) {
-	cc := countedOf(c)
+	cc, sw := countedOf(c)
 	if cc == nil {
 		return // no slot: not counted
 	}
 	if s == fasthttp.StateClosed && cc.reclaiming.Load() {
 		ic.cap.reclaimed.Add(1)
 	}
+	survived := false
 	ic.mu.Lock()
 	if s == fasthttp.StateIdle {
-		if cc.idle == nil {
-			cc.idle = ic.list.PushBack(cc)
+		// sw is read on the goroutine that serves c, as it reads it.
+		if !cc.idle && (sw == nil || !sw.arriving()) {
+			ic.push(cc)
 		}
 	} else {
-		if cc.idle != nil {
-			ic.list.Remove(cc.idle)
-			cc.idle = nil
+		if cc.idle {
+			ic.remove(cc)
 		}
 		if cc.reclaiming.Swap(false) && s == fasthttp.StateActive {
 			// A request came from what was read already: its reads go on.
 			_ = cc.Conn.SetReadDeadline(time.Time{})
+			survived = true
 		}
 	}
 	ic.mu.Unlock()
+	if survived {
+		ic.cap.unclaimPress() // another connection gives its place
+	}
 	if s == fasthttp.StateIdle && ic.cap.pressed.Load() && ic.cap.claimPress() && ic.reclaim(1) == 0 {
 		ic.cap.unclaimPress()
 	}
@@ -76,9 +112,9 @@ func (ic *idleConns) reclaim(n int) int {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	k := 0
-	for ; k < n && ic.list.Len() > 0; k++ {
-		cc := ic.list.Remove(ic.list.Front()).(*countedConn)
-		cc.idle = nil
+	for ; k < n && ic.oldest != nil; k++ {
+		cc := ic.oldest
+		ic.remove(cc)
 		cc.reclaiming.Store(true)
 		_ = cc.Conn.SetReadDeadline(reclaimedBefore) // ends a read under way
 	}
@@ -95,12 +131,14 @@ func (c *countedConn) Read(p []byte) (int, error) {
 }
 
 // countedOf returns the countedConn under c, a connection fasthttp
-// serves, through the gateway's wrappers; nil when there is none.
-func countedOf(c net.Conn) *countedConn {
+// serves, through the gateway's wrappers, and the sockSwitch under c's
+// TLS, if any; a nil countedConn when there is none.
+func countedOf(c net.Conn) (*countedConn, *sockSwitch) {
+	var sw *sockSwitch
 	for range 8 { // wrappers nest a few deep
 		switch v := c.(type) {
 		case *countedConn:
-			return v
+			return v, sw
 		case *sniffConn:
 			c = v.Conn
 		case *prefixConn:
@@ -110,12 +148,12 @@ func countedOf(c net.Conn) *countedConn {
 		case *tls.Conn:
 			c = v.NetConn()
 		case *sockSwitch:
-			c = v.raw
+			c, sw = v.raw, v
 		default:
-			return nil
+			return nil, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // reclaimIdle closes client connections idle between HTTP/1.1 requests,

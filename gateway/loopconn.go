@@ -176,6 +176,9 @@ func (cc *clientConn) open(e *loopEngine, c gnet.Conn) {
 		// connections: serve closes it unless a request is here.
 		_ = c.Wake(nil)
 	}
+	if !cc.fresh && e.g.conns.pressed.Load() {
+		cc.l.reclaimOne() // back from a goroutine, idle
+	}
 }
 
 // closed is the connection's end (err is why: io.EOF when the client

@@ -56,14 +56,20 @@ func (e *loopEngine) idleConns() []idleOnLoop {
 }
 
 // mark has the connections of idle, found by idleConns, closed on their
-// loops if they are still idle then (see reclaimNow).
+// loops if they are still idle then (see reclaimNow); one still open but
+// no longer idle has another connection that turns idle give its place.
 func (e *loopEngine) mark(idle []idleOnLoop) {
 	for _, c := range idle {
 		e.execute(c.l, func() {
-			if _, ok := c.l.conns[c.cc]; ok && c.cc.reclaimable() {
-				c.cc.reclaim = true
-				_ = c.cc.c.Wake(nil)
+			if _, ok := c.l.conns[c.cc]; !ok {
+				return // closed: its place is free
 			}
+			if !c.cc.reclaimable() {
+				e.g.conns.unclaimPress()
+				return
+			}
+			c.cc.reclaim = true
+			_ = c.cc.c.Wake(nil)
 		})
 	}
 }
@@ -91,14 +97,14 @@ func (l *loop) reclaimOne() {
 }
 
 // reclaimable reports whether the connection waits for its next HTTP/1.1
-// request (it has served one), with nothing of one arrived (not a byte,
-// nor a TLS record's) and its last answer all sent: closing it cuts
-// nothing.
+// request (it has served one, on the loop or, back from a goroutine, on
+// it), with nothing of one arrived (not a byte, nor a TLS record's) and
+// its last answer all sent: closing it cuts nothing.
 func (cc *clientConn) reclaimable() bool {
-	if cc.state != stateIdle || !cc.served || cc.reading || cc.closeNext || cc.reclaim || cc.half != nil {
+	if cc.state != stateIdle || (cc.fresh && !cc.served) || cc.reading || cc.closeNext || cc.reclaim || cc.half != nil {
 		return false
 	}
-	if t := cc.tls; t != nil && (t.h2 || t.Conn.InboundBuffered() > 0 || len(t.sw.in) > 0) {
+	if t := cc.tls; t != nil && (t.h2 || t.Conn.InboundBuffered() > 0 || t.sw.held || t.sw.arriving()) {
 		return false
 	}
 	return cc.c.InboundBuffered() == 0 && cc.c.OutboundBuffered() == 0

@@ -78,6 +78,13 @@ func (s *sockSwitch) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// arriving reports whether part of a record has come, not whole yet:
+// tls.Conn holds the start of one (see track), or in holds bytes not
+// handed to it. A request is arriving in it.
+func (s *sockSwitch) arriving() bool {
+	return s.left > 0 || s.nhdr > 0 || len(s.in) > 0
+}
+
 // recordHeaderLen is the length of a TLS record's header: type (1),
 // version (2), length (2).
 const recordHeaderLen = 5

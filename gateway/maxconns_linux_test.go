@@ -130,7 +130,7 @@ func checkWaitsForSlot(t *testing.T, gw *testGateway, addr string, ca *testpki.C
 	defer d.Close()
 	a.Close()
 	c.answered(t)
-	awaitOpen(t, gw, 2) // b and c; d waits, or took the place of c once c was idle
+	awaitOpen(t, gw, 2)  // b and c; d waits, or took the place of c once c was idle
 	awaitWaits(t, gw, 2) // c's, then d's, once its listener took it from the queue
 	b.Close()
 	c.Close()
