@@ -15,9 +15,10 @@ import (
 // maxSharedBody is the largest response body that coalesced requests share.
 // An answer whose Content-Length is larger is not shared: the first
 // request sends it itself, streamed, and the requests that joined its call
-// each make their own, as for a private answer. A body of unknown length
-// found larger fails every waiter with 502: coalescing is for small
-// answers that many clients ask for at once.
+// each make their own, as for a private answer; so is an event stream
+// (text/event-stream, of no length). Another body of unknown length found
+// larger fails every waiter with 502: coalescing is for small answers that
+// many clients ask for at once.
 const maxSharedBody = 8 << 20
 
 var errTooLargeToShare = &answerError{msg: "gateway: response too large to share between coalesced requests",
@@ -30,8 +31,8 @@ var errTooLargeToShare = &answerError{msg: "gateway: response too large to share
 // The first request's answer goes to the requests that joined its call
 // unless sharedResponse.sharesWith refuses it: the answer is private
 // (Set-Cookie, Cache-Control private or no-store, Vary: * or X-Forwarded-*),
-// its Content-Length is past maxSharedBody, or it varies by a header in
-// which they differ. Each of those then runs the
+// its Content-Length is past maxSharedBody, it is an event stream, or it
+// varies by a header in which they differ. Each of those then runs the
 // chain itself, once, as if it had not coalesced: a refused answer costs
 // one upstream call per request that was waiting for it, never more, and
 // requests that arrive later start a call of their own. The first request
@@ -91,7 +92,8 @@ func (g *Gateway) coalesced(ctx *fasthttp.RequestCtx, rt *route, x *exchange, li
 }
 
 // share reads resp, the answer to req, into a sharedResponse. A private
-// answer, or one too long to share by its Content-Length, comes back with
+// answer, one too long to share by its Content-Length, or an event stream
+// (see eventStream), comes back with
 // only private set, its body unread, for the first request to send itself.
 func share(resp *fasthttp.Response, req *fasthttp.RequestHeader) (*sharedResponse, error) {
 	sr := &sharedResponse{status: resp.StatusCode()}
@@ -102,7 +104,7 @@ func share(resp *fasthttp.Response, req *fasthttp.RequestHeader) (*sharedRespons
 			sr.headers = append(sr.headers, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 		}
 	}
-	if sr.private || (resp.BodyStream() != nil && resp.Header.ContentLength() > maxSharedBody) {
+	if sr.private || (resp.BodyStream() != nil && (resp.Header.ContentLength() > maxSharedBody || eventStream(resp))) {
 		return &sharedResponse{private: true}, nil
 	}
 	sr.keepVaried(req)
@@ -119,6 +121,13 @@ func share(resp *fasthttp.Response, req *fasthttp.RequestHeader) (*sharedRespons
 		sr.body = body
 	}
 	return sr, nil
+}
+
+// eventStream reports whether resp is an event stream of no length
+// (text/event-stream): it has no end for coalesced requests to wait for.
+func eventStream(resp *fasthttp.Response) bool {
+	mt, _, _ := bytes.Cut(resp.Header.ContentType(), []byte(";"))
+	return resp.Header.ContentLength() < 0 && bytes.EqualFold(bytes.TrimSpace(mt), []byte("text/event-stream"))
 }
 
 func orUnavailable(err error) error {

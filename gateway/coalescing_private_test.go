@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -320,6 +321,35 @@ func TestCoalescingSharesAnonymousAnswers(t *testing.T) {
 		}
 		if calls := up.calls.Load(); calls != 1 {
 			t.Errorf("%d identical requests made %d upstream calls, want 1", n, calls)
+		}
+	})
+}
+
+// TestCoalescingEventStream: an event stream (text/event-stream, of no
+// length) on a coalescing route reaches its client as it is written, not
+// when it ends: it is not shared, as an answer too long to share is not.
+func TestCoalescingEventStream(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		release := make(chan struct{})
+		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: 1\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		})
+		gw := startCoalescing(t, engine, up, "")
+		defer close(release)
+		resp, err := newClient(t).Get(gw.URL + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || line != "data: 1\n" {
+			t.Fatalf("first event: %q, %v; want it before the stream ends", line, err)
 		}
 	})
 }
