@@ -108,19 +108,12 @@ func TestMaxConnectionsReclaimIdleTLS(t *testing.T) {
 // once that one's answer is sent whole, on both engines and listeners.
 func TestMaxConnectionsReclaimTurningIdle(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		release := make(chan struct{})
-		var calls atomic.Int64
-		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
-			if calls.Add(1) == 1 {
-				<-release // the first request waits
-			}
-			io.WriteString(w, "ok")
-		})
+		up, release := firstWaitsUpstream(t)
 		ca := testpki.NewCA(t)
 		gw := tlsGateway(t, engine, "max_connections: 1", certList(ca.Server("localhost", "127.0.0.1")), up.URL)
 		addr := serveTLS(t, gw)
 		a := dialHeld(t, gw.Addr, nil) // busy upstream
-		eventually(t, "the first request upstream", func() bool { return calls.Load() == 1 })
+		eventually(t, "the first request upstream", func() bool { return up.calls.Load() == 1 })
 		c := dialHeld(t, addr, ca)
 		awaitWaits(t, gw, 1)
 		close(release)
@@ -195,4 +188,18 @@ func TestMaxConnectionsAcceptDuringShutdown(t *testing.T) {
 		t.Fatalf("read %d, %v; want the connection closed", b, err)
 	}
 	awaitOpen(t, gw, 0)
+}
+
+// firstWaitsUpstream starts an upstream that answers "ok", the first
+// request once release is closed.
+func firstWaitsUpstream(t *testing.T) (*upstream, chan struct{}) {
+	release := make(chan struct{})
+	var calls atomic.Int64
+	up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			<-release // the first request waits
+		}
+		io.WriteString(w, "ok")
+	})
+	return up, release
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,14 +110,7 @@ func readOK(t *testing.T, br *bufio.Reader, what string) {
 // idle_timeout, on both engines.
 func TestMaxConnectionsReclaimPipelined(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
-		release := make(chan struct{})
-		var calls atomic.Int64
-		up := startUpstream(t, "up", func(w http.ResponseWriter, r *http.Request) {
-			if calls.Add(1) == 1 {
-				<-release // the first request waits
-			}
-			io.WriteString(w, "ok")
-		})
+		up, release := firstWaitsUpstream(t)
 		gw := serverGateway(t, engine, "max_connections: 1, idle_timeout: 1h", up.URL)
 		a, err := net.DialTimeout("tcp", gw.Addr, waitLimit)
 		if err != nil {
@@ -130,7 +122,7 @@ func TestMaxConnectionsReclaimPipelined(t *testing.T) {
 		if _, err := io.WriteString(a, get+get); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the first request upstream", func() bool { return calls.Load() == 1 })
+		eventually(t, "the first request upstream", func() bool { return up.calls.Load() == 1 })
 		other := dialHeld(t, gw.Addr, nil)
 		awaitWaits(t, gw, 1)
 		close(release)
