@@ -170,7 +170,7 @@ func TestBareLFHeadRefusedAtOnce(t *testing.T) {
 }
 
 // TestBareLFHeadInPieces: both engines look at each piece of a head as it
-// comes (http1.BareLFFrom, http1.HeadScan): a bare LF in a later piece is refused at once,
+// comes (http1.HeadScan): a bare LF in a later piece is refused at once,
 // and a CRLF split between two pieces is no bare LF. (The pause between
 // the pieces lets the loop read them apart; the test holds either way.)
 func TestBareLFHeadInPieces(t *testing.T) {

@@ -86,10 +86,11 @@ type clientConn struct {
 	// arriving, is closed; zero while the request is upstream. The wake
 	// timer, due at wakeAt, brings the loop back to check it.
 	deadline  time.Time
-	reading   bool      // part of a request has arrived
-	lfFrom    int       // how much of the head arriving has no bare LF (see http1.BareLFFrom)
-	served    bool      // a request has arrived: HTTP/2's preface can no longer come
-	readStart time.Time // when it began to
+	reading   bool           // part of a request has arrived
+	scan      http1.HeadScan // the head arriving, looked at for a bare LF
+	scanned   int            // how many of its bytes scan has looked at
+	served    bool           // a request has arrived: HTTP/2's preface can no longer come
+	readStart time.Time      // when it began to
 	wake      *time.Timer
 	wakeAt    time.Time
 	woken     atomic.Bool // set by the wake timer
@@ -302,7 +303,7 @@ func (cc *clientConn) serve() gnet.Action {
 		srv := &st.cfg.Server
 		now := time.Now()
 		if !cc.reading {
-			cc.reading, cc.readStart, cc.lfFrom = true, now, 0
+			cc.reading, cc.readStart, cc.scan, cc.scanned = true, now, http1.HeadScan{}, 0
 			cc.setDeadline(now.Add(srv.ReadHeaderTimeout.D()))
 		}
 		if cc.tls != nil && cc.tls.h2 {
@@ -316,8 +317,8 @@ func (cc *clientConn) serve() gnet.Action {
 		}
 		hlen := bytes.Index(buf, crlf2) + 4
 		if hlen < 4 {
-			var bare bool
-			if bare, cc.lfFrom = http1.BareLFFrom(buf, cc.lfFrom); bare {
+			i, bare, _ := cc.scan.Next(buf[cc.scanned:])
+			if cc.scanned += i; bare {
 				cc.refuseHead(now) // at once: fasthttp would wait for a CRLF CRLF
 				continue
 			}

@@ -32,7 +32,7 @@ func (cc *clientConn) lingerClose() gnet.Action {
 }
 
 // refuseHead answers 400 to a request head the gateway refuses before it
-// has ended (see http1.BareLFFrom), then closes the connection with a
+// has ended (see http1.HeadScan), then closes the connection with a
 // lingering close.
 func (cc *clientConn) refuseHead(now time.Time) {
 	reason := http1.RefusalReason(fasthttp.StatusBadRequest)

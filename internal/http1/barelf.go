@@ -1,39 +1,12 @@
 package http1
 
-// BareLFFrom reports whether b, the start of a request head (whole or
-// not), has a line that ends in LF alone, the empty lines before its
-// request line aside (RFC 9112 section 2.2 has a server ignore one): the
-// gateway refuses such a head (400), and can say so before the head ends,
-// where a parser that waits for the CRLF CRLF that ends a head would wait
-// for the header timeout.
-//
-// A head grows as it comes: b's first from bytes are those an earlier
-// call, which returned from as next, found no bare LF in (0: none looked
-// at yet), and only the rest is looked at, so that each byte of a head is
-// looked at once however many reads bring it. next is the from of the
-// next call.
-func BareLFFrom(b []byte, from int) (bare bool, next int) {
-	i := from
-	if i == 0 {
-		for i < len(b) && (b[i] == '\r' || b[i] == '\n') {
-			i++
-		}
-		if i == len(b) {
-			return false, 0 // the empty lines may go on
-		}
-	}
-	for ; i < len(b); i++ {
-		if b[i] == '\n' && b[i-1] != '\r' {
-			return true, i
-		}
-	}
-	return false, max(len(b), from)
-}
-
-// HeadScan finds, in a request head read in pieces, what BareLFFrom
-// finds (a line ending in LF alone, the empty lines before the request
-// line aside) and where the head ends (its CRLF CRLF), looking at each
-// byte once; and whether its request line is of another version than
+// HeadScan finds, in a request head read in pieces, a line ending in LF
+// alone (the empty lines before the request line aside: RFC 9112 section
+// 2.2 has a server ignore one), which the gateway refuses (400) and can
+// refuse before the head ends, where a parser that waits for the CRLF
+// CRLF that ends a head would wait for the header timeout; and where the
+// head ends (its CRLF CRLF), looking at each byte once however many reads
+// bring it; and whether its request line is of another version than
 // HTTP/1.x (see OtherVersion). Its zero value is ready for a head's first
 // byte.
 type HeadScan struct {
