@@ -39,6 +39,9 @@ func LoopsServing(g *Gateway) int {
 	return len(e.loops)
 }
 
+// LoopsStarted reports whether g's Serve has started its loops.
+func LoopsStarted(g *Gateway) bool { return loopEngineOf(g) != nil }
+
 // EnrollWhileDraining has g's loops drain, as Shutdown begins to, and
 // then puts nc on them as its listener does a connection accepted just
 // before: the race of an accept with Shutdown, made to happen.

@@ -182,6 +182,7 @@ func TestMaxConnectionsAcceptDuringShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "the loops to start", func() bool { return gateway.LoopsStarted(gw.Gateway) }) // Serve runs on its own goroutine
 	gateway.EnrollWhileDraining(gw.Gateway, nc)
 	_ = c.SetDeadline(time.Now().Add(waitLimit))
 	if b, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
